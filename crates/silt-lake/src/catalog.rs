@@ -1,0 +1,184 @@
+//! What a lake holds: tables (directories named `module.type`) and their data files, with rows,
+//! bytes and time range read from the files themselves (Parquet footers; Feather files are read).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arrow::array::{Array, TimestampMicrosecondArray};
+use arrow::datatypes::{DataType, TimeUnit};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::statistics::Statistics;
+use silt_core::TableName;
+
+use crate::config::StoreKind;
+
+/// One data file of a table.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub store: StoreKind,
+}
+
+/// A table's figures.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    pub name: TableName,
+    pub dir: PathBuf,
+    pub files: usize,
+    pub bytes: u64,
+    pub rows: u64,
+    /// Name of the time column (from file metadata).
+    pub time_column: Option<String>,
+    /// Earliest and latest event time, UTC microseconds.
+    pub first_ts: Option<i64>,
+    pub last_ts: Option<i64>,
+}
+
+/// The tables of a lake, sorted by name.
+pub fn tables(lake: &Path) -> anyhow::Result<Vec<TableName>> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(lake).with_context(|| {
+        format!(
+            "cannot read lake {}: is it a silt lake directory?",
+            lake.display()
+        )
+    })?;
+    for e in rd {
+        let e = e?;
+        if !e.file_type()?.is_dir() {
+            continue;
+        }
+        if let Some(t) = TableName::parse(&e.file_name().to_string_lossy()) {
+            out.push(t);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Published data files below a table directory (hidden and in-progress files excluded), sorted.
+pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
+    fn walk(d: &Path, out: &mut Vec<DataFile>) -> anyhow::Result<()> {
+        for e in std::fs::read_dir(d)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name.starts_with('_') {
+                continue;
+            }
+            let ft = e.file_type()?;
+            if ft.is_dir() {
+                walk(&e.path(), out)?;
+            } else {
+                let store = if name.ends_with(".parquet") {
+                    StoreKind::Parquet
+                } else if name.ends_with(".feather") {
+                    StoreKind::Feather
+                } else {
+                    continue;
+                };
+                out.push(DataFile {
+                    path: e.path(),
+                    bytes: e.metadata()?.len(),
+                    store,
+                });
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    if table_dir.is_dir() {
+        walk(table_dir, &mut out)?;
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Rows, files, bytes and time range of one table.
+pub fn table_info(lake: &Path, name: &TableName) -> anyhow::Result<TableInfo> {
+    let dir = lake.join(name.to_string());
+    let files = data_files(&dir)?;
+    let mut info = TableInfo {
+        name: name.clone(),
+        dir,
+        files: files.len(),
+        bytes: files.iter().map(|f| f.bytes).sum(),
+        rows: 0,
+        time_column: None,
+        first_ts: None,
+        last_ts: None,
+    };
+    for f in &files {
+        let (rows, tcol, range) = match f.store {
+            StoreKind::Parquet => parquet_file_facts(&f.path)?,
+            StoreKind::Feather => feather_file_facts(&f.path)?,
+        };
+        info.rows += rows;
+        if info.time_column.is_none() {
+            info.time_column = tcol;
+        }
+        if let Some((lo, hi)) = range {
+            info.first_ts = Some(info.first_ts.map_or(lo, |x| x.min(lo)));
+            info.last_ts = Some(info.last_ts.map_or(hi, |x| x.max(hi)));
+        }
+    }
+    Ok(info)
+}
+
+type Facts = (u64, Option<String>, Option<(i64, i64)>);
+
+fn parquet_file_facts(path: &Path) -> anyhow::Result<Facts> {
+    let r = SerializedFileReader::new(File::open(path)?)
+        .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
+    let md = r.metadata();
+    let rows = md.file_metadata().num_rows() as u64;
+    let tcol = md
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == silt_core::meta::TIME_COLUMN))
+        .and_then(|k| k.value.clone());
+    let mut range: Option<(i64, i64)> = None;
+    if let Some(tc) = &tcol {
+        let schema = md.file_metadata().schema_descr();
+        if let Some(ci) =
+            (0..schema.num_columns()).find(|&i| schema.column(i).path().string() == *tc)
+        {
+            for rg in md.row_groups() {
+                if let Some(Statistics::Int64(s)) = rg.column(ci).statistics() {
+                    if let (Some(lo), Some(hi)) = (s.min_opt(), s.max_opt()) {
+                        range = Some(range.map_or((*lo, *hi), |(a, b)| (a.min(*lo), b.max(*hi))));
+                    }
+                }
+            }
+        }
+    }
+    Ok((rows, tcol, range))
+}
+
+fn feather_file_facts(path: &Path) -> anyhow::Result<Facts> {
+    let r = arrow::ipc::reader::FileReader::try_new(File::open(path)?, None)
+        .with_context(|| format!("{} is not a readable Arrow IPC file", path.display()))?;
+    let schema = r.schema();
+    let tcol = silt_core::meta::time_column(&schema).map(str::to_string);
+    let mut rows = 0u64;
+    let mut range: Option<(i64, i64)> = None;
+    for b in r {
+        let b = b?;
+        rows += b.num_rows() as u64;
+        let Some(c) = tcol.as_deref().and_then(|t| b.column_by_name(t)) else {
+            continue;
+        };
+        if let DataType::Timestamp(TimeUnit::Microsecond, _) = c.data_type() {
+            let a = c
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("ts");
+            if let (Some(lo), Some(hi)) = (arrow::compute::min(a), arrow::compute::max(a)) {
+                range = Some(range.map_or((lo, hi), |(x, y)| (x.min(lo), y.max(hi))));
+            }
+            let _ = a.null_count();
+        }
+    }
+    Ok((rows, tcol, range))
+}

@@ -1,0 +1,170 @@
+//! Writer configuration: store, codec, row-group target, partitioning, sort keys, bloom filters,
+//! memory bounds. Defaults are chosen for interactive SQL and for Athena/Trino (see docs/lake.md).
+
+use std::str::FromStr;
+
+/// File format of the lake's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Parquet,
+    /// Arrow IPC file format (Feather v2).
+    Feather,
+}
+
+impl StoreKind {
+    pub fn extension(self) -> &'static str {
+        match self {
+            StoreKind::Parquet => "parquet",
+            StoreKind::Feather => "feather",
+        }
+    }
+}
+
+impl FromStr for StoreKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "parquet" => Ok(StoreKind::Parquet),
+            "feather" | "arrow" | "ipc" => Ok(StoreKind::Feather),
+            _ => Err(format!("unknown store {s:?}: use parquet or feather")),
+        }
+    }
+}
+
+/// Compression codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Zstd,
+    Snappy,
+    Lz4,
+    Gzip,
+    Brotli,
+    None,
+}
+
+impl FromStr for Codec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "zstd" => Ok(Codec::Zstd),
+            "snappy" => Ok(Codec::Snappy),
+            "lz4" => Ok(Codec::Lz4),
+            "gzip" => Ok(Codec::Gzip),
+            "brotli" => Ok(Codec::Brotli),
+            "none" | "uncompressed" => Ok(Codec::None),
+            _ => Err(format!(
+                "unknown codec {s:?}: use zstd, snappy, lz4, gzip, brotli or none"
+            )),
+        }
+    }
+}
+
+/// How files are grouped into directories by event time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// `dt=YYYY-MM-DD/hour=HH/`
+    Hour,
+    /// `dt=YYYY-MM-DD/`
+    Day,
+    /// files directly in the table directory
+    None,
+}
+
+impl FromStr for Partitioning {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "hour" => Ok(Partitioning::Hour),
+            "day" => Ok(Partitioning::Day),
+            "none" => Ok(Partitioning::None),
+            _ => Err(format!("unknown partitioning {s:?}: use hour, day or none")),
+        }
+    }
+}
+
+/// Everything the writer needs to know.
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    pub store: StoreKind,
+    pub codec: Codec,
+    /// Codec level: zstd accepts -7..=22 (negative = faster), gzip 0..=9, brotli 0..=11.
+    /// `None` = the codec's default (zstd: 1).
+    pub level: Option<i32>,
+    /// Target compressed size of a Parquet row group; the writer flushes a row group once its
+    /// encoded size reaches this. Default 32 MiB: one row group per Athena/Trino split.
+    pub row_group_bytes: usize,
+    /// Target size of a Parquet data page (default 1 MiB).
+    pub page_bytes: usize,
+    pub partition: Partitioning,
+    /// Sort keys (column paths such as `ts` or `id.orig_h`); empty = the table's time column.
+    pub sort: Vec<String>,
+    /// Columns that get a bloom filter, in addition to the table's lookup columns
+    /// (`silt.lookup_columns`), unless `bloom_lookup_columns` is false.
+    pub bloom_columns: Vec<String>,
+    pub bloom_lookup_columns: bool,
+    /// False-positive probability of the bloom filters.
+    pub bloom_fpp: f64,
+    /// Rows waiting to be sorted, per partition, before the lower half is written (bytes of Arrow
+    /// memory). Input that is out of order by less than about half of this stays in one sorted file.
+    pub sort_buffer_bytes: usize,
+    /// Upper bound for all buffered rows and in-progress row groups together; beyond it the largest
+    /// buffers are written out early (smaller row groups, never more memory).
+    pub memory_bytes: usize,
+    /// At most this many partitions have a file open; the least recently used one is finished.
+    pub max_open_partitions: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self {
+            store: StoreKind::Parquet,
+            codec: Codec::Zstd,
+            level: None,
+            row_group_bytes: 32 << 20,
+            page_bytes: 1 << 20,
+            partition: Partitioning::Hour,
+            sort: Vec::new(),
+            bloom_columns: Vec::new(),
+            bloom_lookup_columns: true,
+            bloom_fpp: 0.01,
+            sort_buffer_bytes: 32 << 20,
+            memory_bytes: 256 << 20,
+            max_open_partitions: 32,
+        }
+    }
+}
+
+impl WriterConfig {
+    /// Checks combinations the formats cannot do, with a message that says what to use instead.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(l) = self.level {
+            let ok = match self.codec {
+                Codec::Zstd => (-7..=22).contains(&l),
+                Codec::Gzip => (0..=9).contains(&l),
+                Codec::Brotli => (0..=11).contains(&l),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "--level {l} does not fit codec {:?} (zstd: -7..22, gzip: 0..9, brotli: 0..11; snappy, lz4 and none take no level)",
+                    self.codec
+                ));
+            }
+        }
+        if self.store == StoreKind::Feather
+            && !matches!(self.codec, Codec::Zstd | Codec::Lz4 | Codec::None)
+        {
+            return Err(format!(
+                "feather files support zstd, lz4 or none, not {:?}",
+                self.codec
+            ));
+        }
+        if self.store == StoreKind::Feather && self.level.is_some() && self.codec == Codec::Lz4 {
+            return Err("feather lz4 takes no level".into());
+        }
+        if self.row_group_bytes == 0 || self.page_bytes == 0 {
+            return Err("--row-group-size and --page-size must be positive".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,28 @@
+//! The lake: a directory of plain Parquet or Feather (Arrow IPC) files in Hive layout,
+//! `<lake>/<module>.<type>/dt=YYYY-MM-DD/hour=HH/<unique>.parquet`. The files are the only truth:
+//! there is no catalog file, and DuckDB, Spark, Trino or Athena can read the directory as is.
+//!
+//! - [`writer`]: [`LakeWriter`], the [`silt_core::Emit`] that partitions rows by event time, sorts them,
+//!   and writes files through a [`store`] format;
+//! - [`publish`]: the one place where a finished file becomes part of a table (temp name, fsync,
+//!   rename); a transaction log (Delta Lake) can later replace it without touching the writer;
+//! - [`layout`]: partition directories and file names;
+//! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
+//! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
+//! - [`inspect`]: a Parquet file's row groups, column chunks, encodings and statistics.
+//!
+//! This crate touches only the lake directory it is given and the files it is asked to inspect.
+
+pub mod catalog;
+pub mod config;
+pub mod inspect;
+pub mod layout;
+pub mod publish;
+pub mod rejects;
+pub mod store;
+pub mod summary;
+pub mod writer;
+
+pub use config::{Codec, Partitioning, StoreKind, WriterConfig};
+pub use summary::{ImportSummary, TableSummary};
+pub use writer::LakeWriter;

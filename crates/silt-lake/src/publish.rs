@@ -1,0 +1,131 @@
+//! Publishing: the single seam through which a finished file becomes part of a table.
+//!
+//! A file is written under a hidden temporary name in its final directory, flushed and fsynced,
+//! then renamed to its final name, and the directory is fsynced. A rename within one directory is
+//! atomic, so a reader sees either no file or the whole file, and a crash at any point leaves a
+//! readable lake (at worst a hidden `.*.inprogress` file that no reader looks at).
+//!
+//! Everything that adds files to a table goes through [`Publisher`]; a later transaction log (Delta
+//! Lake) implements the same trait, committing the file to the log after the rename.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use silt_core::TableName;
+
+use crate::layout;
+
+/// A file being written: where the bytes go now, and where they will appear.
+#[derive(Debug)]
+pub struct PendingFile {
+    pub table: TableName,
+    pub final_path: PathBuf,
+    pub temp_path: PathBuf,
+}
+
+impl PendingFile {
+    /// Creates the temporary file (and the partition directory).
+    pub fn create(
+        table: TableName,
+        final_path: PathBuf,
+    ) -> anyhow::Result<(Self, BufWriter<File>)> {
+        let dir = final_path.parent().context("file has no directory")?;
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+        let temp_path = layout::temp_path(&final_path);
+        let f = File::create(&temp_path)
+            .with_context(|| format!("cannot create {}", temp_path.display()))?;
+        Ok((
+            Self {
+                table,
+                final_path,
+                temp_path,
+            },
+            BufWriter::with_capacity(1 << 20, f),
+        ))
+    }
+
+    /// Removes the temporary file of a write that was given up.
+    pub fn abandon(self) {
+        let _ = fs::remove_file(&self.temp_path);
+    }
+}
+
+/// A file that is now part of its table.
+#[derive(Debug, Clone)]
+pub struct PublishedFile {
+    pub table: TableName,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub rows: u64,
+}
+
+/// Makes finished files visible.
+pub trait Publisher: Send {
+    /// `file`'s bytes are complete and flushed into `writer`; make it durable and visible.
+    fn publish(
+        &mut self,
+        file: PendingFile,
+        writer: BufWriter<File>,
+        rows: u64,
+    ) -> anyhow::Result<PublishedFile>;
+}
+
+/// Publishing by atomic rename in a plain directory tree.
+#[derive(Debug, Default)]
+pub struct DirectoryPublisher;
+
+impl Publisher for DirectoryPublisher {
+    fn publish(
+        &mut self,
+        file: PendingFile,
+        writer: BufWriter<File>,
+        rows: u64,
+    ) -> anyhow::Result<PublishedFile> {
+        let f = writer
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
+        f.sync_all()
+            .with_context(|| format!("cannot fsync {}", file.temp_path.display()))?;
+        let bytes = f.metadata()?.len();
+        drop(f);
+        fs::rename(&file.temp_path, &file.final_path).with_context(|| {
+            format!(
+                "cannot rename {} to {}",
+                file.temp_path.display(),
+                file.final_path.display()
+            )
+        })?;
+        sync_dir(file.final_path.parent().unwrap_or(Path::new(".")));
+        Ok(PublishedFile {
+            table: file.table,
+            path: file.final_path,
+            bytes,
+            rows,
+        })
+    }
+}
+
+/// Fsyncs a directory so a rename in it survives a crash (best effort: not every platform
+/// can open a directory for syncing).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Writes `bytes` to `final_path` atomically (temp, fsync, rename); for small files such as rejects.
+pub fn write_atomic(final_path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = final_path.parent().context("path has no directory")?;
+    fs::create_dir_all(dir)?;
+    let tmp = layout::temp_path(final_path);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(&tmp, final_path)?;
+    sync_dir(dir);
+    Ok(())
+}

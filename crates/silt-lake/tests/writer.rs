@@ -1,0 +1,339 @@
+//! LakeWriter end to end: layout, sortedness, runs, schema evolution, stores, codec levels.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, Int64Array, StringArray, TimestampMicrosecondArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use silt_core::{meta, Emit, Reject, TableName};
+use silt_lake::catalog;
+use silt_lake::{Codec, LakeWriter, Partitioning, StoreKind, WriterConfig};
+
+const HOUR: i64 = 3_600_000_000;
+const T0: i64 = 1_521_910_800_000_000; // 2018-03-24T17:00:00Z
+
+fn schema(extra: bool) -> SchemaRef {
+    let mut fields = vec![
+        Field::new("ts", silt_core::time::timestamp_type(), true),
+        Field::new("uid", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, true),
+    ];
+    if extra {
+        fields.push(Field::new("extra", DataType::Utf8, true));
+    }
+    let md: HashMap<String, String> = [
+        (meta::TIME_COLUMN.to_string(), "ts".to_string()),
+        (meta::LOOKUP_COLUMNS.to_string(), "uid".to_string()),
+    ]
+    .into();
+    Arc::new(Schema::new_with_metadata(fields, md))
+}
+
+fn batch(ts: &[Option<i64>], extra: bool) -> RecordBatch {
+    let s = schema(extra);
+    let mut cols: Vec<Arc<dyn Array>> = vec![
+        Arc::new(TimestampMicrosecondArray::from(ts.to_vec()).with_timezone("UTC")),
+        Arc::new(StringArray::from_iter_values(
+            ts.iter().map(|t| format!("C{}", t.unwrap_or(-1))),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            ts.iter().map(|t| t.unwrap_or(0) % 1000),
+        )),
+    ];
+    if extra {
+        cols.push(Arc::new(StringArray::from_iter_values(
+            ts.iter().map(|_| "x"),
+        )));
+    }
+    RecordBatch::try_new(s, cols).unwrap()
+}
+
+fn read_ts(path: &Path) -> Vec<Option<i64>> {
+    let r = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in r {
+        let b = b.unwrap();
+        let a = b
+            .column_by_name("ts")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .unwrap()
+            .clone();
+        out.extend(a.iter());
+    }
+    out
+}
+
+fn conn() -> TableName {
+    TableName::new("zeek", "conn")
+}
+
+#[test]
+fn partitions_sorts_and_publishes_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    // Two hours, out of order, plus a null time.
+    let ts: Vec<Option<i64>> = vec![
+        Some(T0 + 5),
+        Some(T0 + HOUR + 1),
+        Some(T0 + 1),
+        None,
+        Some(T0 + 3),
+    ];
+    w.batch(&conn(), batch(&ts, false)).unwrap();
+    w.reject(Reject {
+        source: "x.log".into(),
+        line: 7,
+        reason: "bad".into(),
+        raw: b"junk".to_vec(),
+        table: Some(conn()),
+    })
+    .unwrap();
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].events, 5);
+    assert_eq!(s.tables[&conn()].rows_written, 5);
+    assert_eq!(s.tables[&conn()].rejects, 1);
+    assert_eq!(s.tables[&conn()].files, 3);
+
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    let rel: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.path
+                .strip_prefix(dir.path())
+                .unwrap()
+                .parent()
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        rel,
+        vec![
+            "zeek.conn/dt=2018-03-24/hour=17",
+            "zeek.conn/dt=2018-03-24/hour=18",
+            "zeek.conn/dt=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__",
+        ]
+    );
+    assert_eq!(
+        read_ts(&files[0].path),
+        vec![Some(T0 + 1), Some(T0 + 3), Some(T0 + 5)]
+    );
+    // No temp files are left behind.
+    let leftovers = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.contains(".inprogress"))
+        .count();
+    assert_eq!(leftovers, 0);
+    // Metadata and sorting columns are in the footer; bloom filter on the lookup column.
+    let r = SerializedFileReader::new(File::open(&files[0].path).unwrap()).unwrap();
+    let md = r.metadata();
+    let kv = md.file_metadata().key_value_metadata().unwrap();
+    assert!(kv
+        .iter()
+        .any(|k| k.key == "silt.time_column" && k.value.as_deref() == Some("ts")));
+    assert!(kv
+        .iter()
+        .any(|k| k.key == "silt.table" && k.value.as_deref() == Some("zeek.conn")));
+    let rg = md.row_group(0);
+    assert_eq!(rg.sorting_columns().unwrap()[0].column_idx, 0);
+    assert!(
+        rg.column(1).bloom_filter_offset().is_some(),
+        "uid has a bloom filter"
+    );
+    assert!(rg.column(2).bloom_filter_offset().is_none(), "n has none");
+    // Rejects were kept.
+    let rej = s.rejects_file.unwrap();
+    assert!(std::fs::read_to_string(rej)
+        .unwrap()
+        .contains("\"reason\":\"bad\""));
+    // Catalog figures.
+    let info = catalog::table_info(dir.path(), &conn()).unwrap();
+    assert_eq!(info.rows, 5);
+    assert_eq!(info.first_ts, Some(T0 + 1));
+    assert_eq!(info.last_ts, Some(T0 + HOUR + 1));
+}
+
+fn walk(d: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path().display().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn nearly_sorted_stream_gives_one_sorted_file_and_late_rows_a_second_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        sort_buffer_bytes: 64 * 1024,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    // 20k rows in one hour, each batch locally shuffled (disorder smaller than the buffer).
+    let mut expected = Vec::new();
+    for b in 0..20 {
+        let mut ts: Vec<Option<i64>> = (0..1000)
+            .map(|i| Some(T0 + (b * 1000 + i) * 1000))
+            .collect();
+        ts.reverse();
+        expected.extend(ts.iter().copied());
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+    }
+    let s = w.finish().unwrap();
+    assert_eq!(
+        s.tables[&conn()].files,
+        1,
+        "disorder within the buffer keeps one file"
+    );
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    let got = read_ts(&files[0].path);
+    expected.sort();
+    assert_eq!(got, expected);
+
+    // Now a very late row after much newer data: it must go to a second sorted run.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        sort_buffer_bytes: 16 * 1024,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    for b in 0..10 {
+        let ts: Vec<Option<i64>> = (0..1000)
+            .map(|i| Some(T0 + 10_000_000 + (b * 1000 + i) * 1000))
+            .collect();
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+    }
+    w.batch(&conn(), batch(&[Some(T0)], false)).unwrap();
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].rows_written, 10_001);
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    assert_eq!(files.len(), 2);
+    for f in &files {
+        let ts = read_ts(&f.path);
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "every file is sorted");
+    }
+}
+
+#[test]
+fn schema_change_starts_new_files_and_keeps_all_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    w.batch(&conn(), batch(&[Some(T0), Some(T0 + 2)], false))
+        .unwrap();
+    w.batch(&conn(), batch(&[Some(T0 + 1)], true)).unwrap();
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].rows_written, 3);
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    let total: usize = files.iter().map(|f| read_ts(&f.path).len()).sum();
+    assert_eq!(total, 3);
+}
+
+#[test]
+fn feather_store_and_day_partitioning() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        store: StoreKind::Feather,
+        codec: Codec::Zstd,
+        level: Some(3),
+        partition: Partitioning::Day,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    w.batch(&conn(), batch(&[Some(T0 + HOUR), Some(T0)], false))
+        .unwrap();
+    w.finish().unwrap();
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    assert_eq!(files.len(), 1);
+    assert!(files[0]
+        .path
+        .to_string_lossy()
+        .contains("zeek.conn/dt=2018-03-24/"));
+    assert!(files[0].path.to_string_lossy().ends_with(".feather"));
+    let info = catalog::table_info(dir.path(), &conn()).unwrap();
+    assert_eq!(
+        (info.rows, info.first_ts, info.last_ts),
+        (2, Some(T0), Some(T0 + HOUR))
+    );
+    // A second import with another partitioning is refused with a useful message.
+    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    let err = w.batch(&conn(), batch(&[Some(T0)], false)).unwrap_err();
+    assert!(format!("{err:#}").contains("--partition day"), "{err:#}");
+}
+
+#[test]
+fn negative_zstd_levels_take_effect() {
+    let rows: Vec<Option<i64>> = (0..50_000).map(|i| Some(T0 + i * 37 % 1_000_003)).collect();
+    let size = |level: i32| {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = WriterConfig {
+            level: Some(level),
+            bloom_lookup_columns: false,
+            ..WriterConfig::default()
+        };
+        let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+        w.batch(&conn(), batch(&rows, false)).unwrap();
+        w.finish().unwrap().total_bytes_out()
+    };
+    let fast = size(-7);
+    let normal = size(3);
+    assert!(
+        fast > normal,
+        "level -7 ({fast} B) must compress less than level 3 ({normal} B)"
+    );
+}
+
+#[test]
+fn row_groups_reach_the_byte_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        row_group_bytes: 64 * 1024,
+        codec: Codec::None,
+        bloom_lookup_columns: false,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    for b in 0..10 {
+        let ts: Vec<Option<i64>> = (0..10_000)
+            .map(|i| Some(T0 + (b * 10_000 + i) * 1000))
+            .collect();
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+    }
+    w.finish().unwrap();
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    let r = SerializedFileReader::new(File::open(&files[0].path).unwrap()).unwrap();
+    let md = r.metadata();
+    assert!(
+        md.num_row_groups() > 3,
+        "{} row groups",
+        md.num_row_groups()
+    );
+    let sizes: Vec<i64> = md
+        .row_groups()
+        .iter()
+        .map(|rg| rg.compressed_size())
+        .collect();
+    eprintln!("row group sizes: {sizes:?}");
+    // The first row group calibrates the size estimate; the last one ends with the file.
+    for &c in &sizes[1..sizes.len() - 1] {
+        assert!(
+            (56 * 1024..=75 * 1024).contains(&c),
+            "row group of {c} bytes for a 64 KiB target"
+        );
+    }
+}
