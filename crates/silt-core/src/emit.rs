@@ -83,6 +83,10 @@ pub trait Emit {
     fn reject(&mut self, reject: Reject) -> anyhow::Result<()>;
     /// The reader has consumed `bytes` more bytes of (decompressed) input; drives progress bars.
     fn progress(&mut self, _bytes: u64) {}
+    /// `bytes` of (decompressed) input lines became rows of `table` (the rows emitted, or about
+    /// to be emitted, in batches for it). Gives the per-table "bytes in" and compression ratio;
+    /// header and rejected lines count for no table. Readers call it once per batch.
+    fn table_bytes(&mut self, _table: &TableName, _bytes: u64) {}
 }
 
 /// An [`Emit`] that keeps everything in memory; for tests and small tools.
@@ -90,7 +94,10 @@ pub trait Emit {
 pub struct CollectEmit {
     pub batches: BTreeMap<TableName, Vec<RecordBatch>>,
     pub rejects: Vec<Reject>,
+    /// Sum of [`Emit::progress`] calls.
     pub bytes: u64,
+    /// [`Emit::table_bytes`] per table.
+    pub table_bytes: BTreeMap<TableName, u64>,
 }
 
 impl CollectEmit {
@@ -127,5 +134,9 @@ impl Emit for CollectEmit {
 
     fn progress(&mut self, bytes: u64) {
         self.bytes += bytes;
+    }
+
+    fn table_bytes(&mut self, table: &TableName, bytes: u64) {
+        *self.table_bytes.entry(table.clone()).or_default() += bytes;
     }
 }

@@ -291,8 +291,8 @@ pub fn render_text(v: &Value) -> String {
                     .split('(')
                     .next()
                     .unwrap_or(""),
-                c["compressed_bytes"],
-                c["uncompressed_bytes"],
+                c["compressed_bytes"].to_string(),
+                c["uncompressed_bytes"].to_string(),
                 c["nulls"]
                     .as_u64()
                     .map(|n| n.to_string())

@@ -16,7 +16,7 @@ pub struct TableSummary {
     /// Rows in published files (equals `events` after [`crate::LakeWriter::finish`]).
     pub rows_written: u64,
     pub rejects: u64,
-    /// Input bytes (decompressed) attributed to this table.
+    /// Input bytes (decompressed) of the lines that became this table's rows.
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub files: u64,
@@ -43,8 +43,6 @@ pub struct ImportSummary {
     pub rejects_file: Option<PathBuf>,
     /// Total input bytes read (decompressed).
     pub bytes_in: u64,
-    /// Input bytes after which no batch followed (only rejects or headers).
-    pub unattributed_bytes_in: u64,
     pub files: Vec<PublishedFile>,
     pub seconds: f64,
 }

@@ -6,10 +6,12 @@
 //! 2. then sorts the buffer by the sort keys and writes its lower half, keeping the upper half
 //!    (replacement-selection style: input that is out of order by less than the buffer still
 //!    comes out as one sorted run);
-//! 3. routes each sorted chunk to a *run*: an open file whose last written key is at most the
-//!    chunk's keys. Rows older than every open run's last key (a connection logged hours after it
-//!    started) start a new run instead of breaking the order of an existing file, so every file is
-//!    sorted and its Parquet `sorting_columns` metadata is true.
+//! 3. appends the sorted chunk to the partition's open file (its *run*); rows older than what that
+//!    file already holds (a connection logged many minutes after it started) cannot go there
+//!    without breaking its order, so they go to a second *tier*: a buffer of late rows that is
+//!    sorted and written as a file of its own when it fills or at the end. Every file is sorted
+//!    and its Parquet `sorting_columns` metadata is true, and typical logs make one large file
+//!    per partition plus one small file of late rows.
 //!
 //! Memory is bounded by configuration: sort buffers (`sort_buffer_bytes` per partition, and
 //! `memory_bytes` overall, beyond which the largest buffers are written early), in-progress row
@@ -31,7 +33,7 @@ use arrow::compute::{
 };
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
-use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
+use arrow_row::{OwnedRow, RowConverter, SortField};
 use silt_core::{meta, schema, Emit, Reject, TableName};
 
 use crate::config::{Partitioning, WriterConfig};
@@ -41,9 +43,6 @@ use crate::rejects::RejectWriter;
 use crate::store::{self, FileSink};
 use crate::summary::{ImportSummary, TableSummary};
 
-/// Most sorted runs (open files) one partition keeps before finishing the oldest.
-const MAX_RUNS_PER_PARTITION: usize = 4;
-
 /// Writes batches into a lake; see the module documentation.
 pub struct LakeWriter {
     root: PathBuf,
@@ -52,7 +51,6 @@ pub struct LakeWriter {
     tables: HashMap<TableName, TableState>,
     rejects: RejectWriter,
     summary: ImportSummary,
-    unattributed_bytes: u64,
     clock: u64,
     started: Instant,
 }
@@ -69,21 +67,67 @@ struct TableState {
     first_seen: Instant,
 }
 
+/// Tiers per partition. The last tier takes every row that is late for the tier before it and
+/// has no open file: when its buffer fills (or at the end) it is sorted and written as one
+/// complete file. With two tiers, a partition gets one large sorted file plus, when the input
+/// has late rows, one file of them per `sort_buffer_bytes` of late rows.
+const MAX_TIERS: usize = 2;
+
 #[derive(Default)]
 struct Partition {
+    /// Tier 0 takes the input; tier i+1 takes the rows too late for tier i's file.
+    tiers: Vec<Tier>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Tier {
     pending: Vec<RecordBatch>,
     pending_rows: usize,
     pending_bytes: usize,
-    /// Open sorted runs, by last written key descending.
-    runs: Vec<Run>,
-    last_used: u64,
+    run: Option<Run>,
+}
+
+impl Partition {
+    fn pending_bytes(&self) -> usize {
+        self.tiers.iter().map(|t| t.pending_bytes).sum()
+    }
+
+    fn pending_rows(&self) -> usize {
+        self.tiers.iter().map(|t| t.pending_rows).sum()
+    }
+
+    fn open_files(&self) -> usize {
+        self.tiers.iter().filter(|t| t.run.is_some()).count()
+    }
+
+    fn memory(&self) -> usize {
+        self.pending_bytes()
+            + self
+                .tiers
+                .iter()
+                .filter_map(|t| t.run.as_ref())
+                .map(|r| r.sink.memory_size())
+                .sum::<usize>()
+    }
+
+    fn push(&mut self, tier: usize, b: RecordBatch) {
+        while self.tiers.len() <= tier {
+            self.tiers.push(Tier::default());
+        }
+        let t = &mut self.tiers[tier];
+        t.pending_rows += b.num_rows();
+        t.pending_bytes += b.get_array_memory_size();
+        t.pending.push(b);
+    }
 }
 
 struct Run {
     file: PendingFile,
     sink: Box<dyn FileSink>,
     rows: u64,
-    last_key: OwnedRow,
+    /// Sort key of the last row written (`None` when the table has no sort keys).
+    last_key: Option<OwnedRow>,
 }
 
 impl LakeWriter {
@@ -100,7 +144,6 @@ impl LakeWriter {
             publisher: Box::new(DirectoryPublisher),
             tables: HashMap::new(),
             summary: ImportSummary::default(),
-            unattributed_bytes: 0,
             clock: 0,
             started: Instant::now(),
         })
@@ -130,9 +173,6 @@ impl LakeWriter {
             self.finish_table(&name)?;
             let t = &self.tables[&name];
             self.summary.table(&name).seconds = t.first_seen.elapsed().as_secs_f64();
-        }
-        if self.unattributed_bytes > 0 {
-            self.summary.unattributed_bytes_in += self.unattributed_bytes;
         }
         self.summary.rejects_file = self.rejects.finish()?;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
@@ -204,8 +244,10 @@ impl LakeWriter {
             unified.metadata = t.schema.metadata().clone();
             let unified = Arc::new(unified);
             for p in t.partitions.values_mut() {
-                for b in p.pending.iter_mut() {
-                    *b = schema::conform(b, &unified)?;
+                for tier in p.tiers.iter_mut() {
+                    for b in tier.pending.iter_mut() {
+                        *b = schema::conform(b, &unified)?;
+                    }
                 }
             }
             t.schema = unified;
@@ -222,33 +264,43 @@ impl LakeWriter {
         for (key, b) in parts {
             let p = t.partitions.entry(key).or_default();
             p.last_used = clock;
-            p.pending_rows += b.num_rows();
-            p.pending_bytes += b.get_array_memory_size();
-            p.pending.push(b);
-            if p.pending_bytes >= self.cfg.sort_buffer_bytes {
+            p.push(0, b);
+            if p.tiers[0].pending_bytes >= self.cfg.sort_buffer_bytes {
                 full.push(key);
             }
         }
         for key in full {
-            self.spill(name, key, false)?;
+            self.spill(name, key, 0, false)?;
         }
         self.enforce_bounds()?;
         Ok(())
     }
 
-    /// Sorts a partition's buffer and writes its lower half (or all of it when `all`).
-    fn spill(&mut self, name: &TableName, key: PartKey, all: bool) -> anyhow::Result<()> {
+    /// Sorts a tier's buffer and writes its lower half (or all of it when `all`) to the tier's
+    /// file; rows older than that file's last row move on to the next tier.
+    fn spill(
+        &mut self,
+        name: &TableName,
+        key: PartKey,
+        tier: usize,
+        all: bool,
+    ) -> anyhow::Result<()> {
         let cfg = &self.cfg;
         let t = self.tables.get_mut(name).expect("table");
         let p = t.partitions.get_mut(&key).expect("partition");
-        if p.pending_rows == 0 {
+        let Some(tr) = p.tiers.get_mut(tier) else {
+            return Ok(());
+        };
+        if tr.pending_rows == 0 {
             return Ok(());
         }
+        let catch_all = tier + 1 == MAX_TIERS;
+        let all = all || catch_all;
         let schema = t.schema.clone();
-        let buffered = std::mem::take(&mut p.pending);
-        let total_bytes = p.pending_bytes;
-        p.pending_rows = 0;
-        p.pending_bytes = 0;
+        let buffered = std::mem::take(&mut tr.pending);
+        let total_bytes = tr.pending_bytes;
+        tr.pending_rows = 0;
+        tr.pending_bytes = 0;
         let batch = concat_batches(&schema, &buffered)?;
         drop(buffered);
         let sort_cols = sort_columns(&batch, &t.sort_keys)?;
@@ -262,43 +314,75 @@ impl LakeWriter {
         let emit = if all { n } else { n / 2 };
         let keep = n - emit;
         if keep > 0 {
-            let rest = sorted.slice(emit, keep);
-            p.pending_rows = keep;
-            p.pending_bytes = total_bytes * keep / n.max(1);
-            p.pending.push(rest);
+            tr.pending_rows = keep;
+            tr.pending_bytes = total_bytes * keep / n.max(1);
+            tr.pending.push(sorted.slice(emit, keep));
         }
         if emit == 0 {
             return Ok(());
         }
         let chunk = sorted.slice(0, emit);
         let keys = sort_columns(&chunk, &t.sort_keys)?;
-        let fields: Vec<SortField> = keys
-            .iter()
-            .map(|c| SortField::new(c.values.data_type().clone()))
-            .collect();
-        if t.converter.is_none() {
-            t.converter = Some(RowConverter::new(fields)?);
-        }
-        let conv = t.converter.as_ref().expect("converter");
         let rows = if keys.is_empty() {
-            // No sort keys: every row compares equal, one run.
-            conv.convert_columns(&[])?
+            // No time column and no --sort: one unsorted file per partition.
+            None
         } else {
-            conv.convert_columns(&keys.iter().map(|c| c.values.clone()).collect::<Vec<_>>())?
+            if t.converter.is_none() {
+                let fields = keys
+                    .iter()
+                    .map(|c| SortField::new(c.values.data_type().clone()))
+                    .collect();
+                t.converter = Some(RowConverter::new(fields)?);
+            }
+            let conv = t.converter.as_ref().expect("converter");
+            Some(conv.convert_columns(&keys.iter().map(|c| c.values.clone()).collect::<Vec<_>>())?)
         };
-        let dir = t.dir.join(key.relative_dir(t.partitioning));
-        route_to_runs(
-            cfg,
-            &mut *self.publisher,
-            &mut self.summary,
-            &t.name,
-            &dir,
-            &schema,
-            &t.sort_keys,
-            p,
-            &chunk,
-            &rows,
-        )
+        // Rows [start, emit) extend this tier's file; rows [0, start) are older than its last row.
+        let start = match (&rows, tr.run.as_ref().and_then(|r| r.last_key.as_ref())) {
+            (Some(rows), Some(w)) => partition_point(0, emit, |j| rows.row(j) < w.row()),
+            _ => 0,
+        };
+        let late = (start > 0).then(|| chunk.slice(0, start));
+        debug_assert!(!(catch_all && late.is_some()), "the catch-all tier has no open file");
+        if start < emit {
+            let part = chunk.slice(start, emit - start);
+            let last_key = rows.as_ref().map(|r| r.row(emit - 1).owned());
+            match tr.run.as_mut() {
+                Some(run) => {
+                    run.sink.write(&part)?;
+                    run.rows += part.num_rows() as u64;
+                    run.last_key = last_key;
+                }
+                None => {
+                    let dir = t.dir.join(key.relative_dir(t.partitioning));
+                    let final_path = dir.join(layout::unique_file_name(cfg.store.extension()));
+                    let (file, out) = PendingFile::create(t.name.clone(), final_path)?;
+                    let mut sink = store::open(cfg, &schema, &t.sort_keys, n * 2, &part, out)?;
+                    sink.write(&part)?;
+                    tr.run = Some(Run {
+                        file,
+                        sink,
+                        rows: part.num_rows() as u64,
+                        last_key,
+                    });
+                }
+            }
+        }
+        if catch_all {
+            // The catch-all tier writes whole files: publish it now.
+            if let Some(run) = tr.run.take() {
+                publish_run(&mut *self.publisher, &mut self.summary, run)?;
+            }
+            return Ok(());
+        }
+        let Some(late) = late else {
+            return Ok(());
+        };
+        p.push(tier + 1, late);
+        if p.tiers[tier + 1].pending_bytes >= cfg.sort_buffer_bytes {
+            self.spill(name, key, tier + 1, false)?;
+        }
+        Ok(())
     }
 
     /// Writes everything of a table and publishes its files.
@@ -310,28 +394,40 @@ impl LakeWriter {
         Ok(())
     }
 
-    fn finish_partition(&mut self, name: &TableName, key: PartKey) -> anyhow::Result<()> {
-        self.spill(name, key, true)?;
+    /// Writes a partition's buffers (tier by tier, each possibly passing late rows to the next)
+    /// and publishes its files.
+    fn flush_partition(&mut self, name: &TableName, key: PartKey) -> anyhow::Result<()> {
+        let mut tier = 0;
+        while tier < self.tables[name].partitions[&key].tiers.len() {
+            self.spill(name, key, tier, true)?;
+            tier += 1;
+        }
         let t = self.tables.get_mut(name).expect("table");
-        if let Some(mut p) = t.partitions.remove(&key) {
-            for run in p.runs.drain(..) {
+        let p = t.partitions.get_mut(&key).expect("partition");
+        for tr in p.tiers.iter_mut() {
+            if let Some(run) = tr.run.take() {
                 publish_run(&mut *self.publisher, &mut self.summary, run)?;
             }
         }
         Ok(())
     }
 
-    /// Finishes open files of a table (before a schema change), keeping buffered rows.
+    fn finish_partition(&mut self, name: &TableName, key: PartKey) -> anyhow::Result<()> {
+        self.flush_partition(name, key)?;
+        self.tables
+            .get_mut(name)
+            .expect("table")
+            .partitions
+            .remove(&key);
+        Ok(())
+    }
+
+    /// Finishes open files of a table before a schema change: buffered rows still have the old
+    /// schema, so they are written into the old files first.
     fn close_runs(&mut self, name: &TableName) -> anyhow::Result<()> {
         let keys: Vec<PartKey> = self.tables[name].partitions.keys().copied().collect();
         for k in keys {
-            // Buffered rows have the old schema: write them into the old files first.
-            self.spill(name, k, true)?;
-            let t = self.tables.get_mut(name).expect("table");
-            let p = t.partitions.get_mut(&k).expect("partition");
-            for run in p.runs.drain(..) {
-                publish_run(&mut *self.publisher, &mut self.summary, run)?;
-            }
+            self.flush_partition(name, k)?;
         }
         Ok(())
     }
@@ -345,14 +441,13 @@ impl LakeWriter {
             let mut oldest: Option<(u64, TableName, PartKey)> = None;
             for (tn, t) in &self.tables {
                 for (k, p) in &t.partitions {
-                    let sink_mem: usize = p.runs.iter().map(|r| r.sink.memory_size()).sum();
-                    let m = p.pending_bytes + sink_mem;
+                    let m = p.memory();
                     mem += m;
-                    open += p.runs.len();
+                    open += p.open_files();
                     if largest.as_ref().is_none_or(|(lm, _, _)| m > *lm) {
                         largest = Some((m, tn.clone(), *k));
                     }
-                    if !p.runs.is_empty()
+                    if p.open_files() > 0
                         && oldest.as_ref().is_none_or(|(c, _, _)| p.last_used < *c)
                     {
                         oldest = Some((p.last_used, tn.clone(), *k));
@@ -366,13 +461,14 @@ impl LakeWriter {
             }
             if mem > self.cfg.memory_bytes {
                 let (_, tn, k) = largest.expect("partitions exist");
-                let p = &self.tables[&tn].partitions[&k];
-                if p.pending_rows > 0 {
-                    self.spill(&tn, k, true)?;
-                }
-                // Still over: finish that partition's files (publishing frees their row groups).
-                let (m2, _) = self.partition_memory(&tn, k);
-                if m2 > 0 {
+                if self.tables[&tn].partitions[&k].pending_rows() > 0 {
+                    // Write the buffers early (smaller sorted runs, bounded memory).
+                    let tiers = self.tables[&tn].partitions[&k].tiers.len();
+                    for tier in 0..tiers {
+                        self.spill(&tn, k, tier, true)?;
+                    }
+                } else {
+                    // Only in-progress row groups are left: finishing the files frees them.
                     self.finish_partition(&tn, k)?;
                 }
                 continue;
@@ -380,66 +476,6 @@ impl LakeWriter {
             return Ok(());
         }
     }
-
-    fn partition_memory(&self, tn: &TableName, k: PartKey) -> (usize, usize) {
-        self.tables[tn]
-            .partitions
-            .get(&k)
-            .map(|p| {
-                (
-                    p.pending_bytes + p.runs.iter().map(|r| r.sink.memory_size()).sum::<usize>(),
-                    p.runs.len(),
-                )
-            })
-            .unwrap_or((0, 0))
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn route_to_runs(
-    cfg: &WriterConfig,
-    publisher: &mut dyn Publisher,
-    summary: &mut ImportSummary,
-    table: &TableName,
-    dir: &Path,
-    schema: &SchemaRef,
-    sort_keys: &[String],
-    p: &mut Partition,
-    chunk: &RecordBatch,
-    rows: &Rows,
-) -> anyhow::Result<()> {
-    let mut end = chunk.num_rows();
-    let mut i = 0;
-    while end > 0 && i < p.runs.len() {
-        let w = p.runs[i].last_key.row();
-        // First row (in [0, end)) whose key is >= the run's last key: rows from there on extend it.
-        let start = partition_point(0, end, |j| rows.row(j) < w);
-        if start < end {
-            let run = &mut p.runs[i];
-            run.sink.write(&chunk.slice(start, end - start))?;
-            run.rows += (end - start) as u64;
-            run.last_key = rows.row(end - 1).owned();
-            end = start;
-        }
-        i += 1;
-    }
-    if end > 0 {
-        if p.runs.len() >= MAX_RUNS_PER_PARTITION {
-            let run = p.runs.pop().expect("runs");
-            publish_run(publisher, summary, run)?;
-        }
-        let final_path = dir.join(layout::unique_file_name(cfg.store.extension()));
-        let (file, out) = PendingFile::create(table.clone(), final_path)?;
-        let mut sink = store::open(cfg, schema, sort_keys, end.max(chunk.num_rows()) * 2, out)?;
-        sink.write(&chunk.slice(0, end))?;
-        p.runs.push(Run {
-            file,
-            sink,
-            rows: end as u64,
-            last_key: rows.row(end - 1).owned(),
-        });
-    }
-    Ok(())
 }
 
 fn partition_point(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
@@ -574,11 +610,7 @@ fn split_by_partition(
 
 impl Emit for LakeWriter {
     fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
-        let rows = batch.num_rows() as u64;
-        let bytes = std::mem::take(&mut self.unattributed_bytes);
-        let s = self.summary.table(table);
-        s.events += rows;
-        s.bytes_in += bytes;
+        self.summary.table(table).events += batch.num_rows() as u64;
         self.handle_batch(table, batch)
             .with_context(|| format!("writing table {table} into {}", self.root.display()))
     }
@@ -589,7 +621,10 @@ impl Emit for LakeWriter {
     }
 
     fn progress(&mut self, bytes: u64) {
-        self.unattributed_bytes += bytes;
         self.summary.bytes_in += bytes;
+    }
+
+    fn table_bytes(&mut self, table: &TableName, bytes: u64) {
+        self.summary.table(table).bytes_in += bytes;
     }
 }

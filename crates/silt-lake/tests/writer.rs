@@ -337,3 +337,35 @@ fn row_groups_reach_the_byte_target() {
         );
     }
 }
+
+#[test]
+fn table_without_time_column_is_written_unsorted_in_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = LakeWriter::new(
+        dir.path(),
+        WriterConfig {
+            sort_buffer_bytes: 1024,
+            ..WriterConfig::default()
+        },
+    )
+    .unwrap();
+    let s = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+    for i in 0..5 {
+        let b = RecordBatch::try_new(
+            s.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(
+                i * 1000..(i + 1) * 1000,
+            ))],
+        )
+        .unwrap();
+        w.batch(&TableName::new("suricata", "stats"), b).unwrap();
+    }
+    let sum = w.finish().unwrap();
+    let t = &sum.tables[&TableName::new("suricata", "stats")];
+    assert_eq!((t.rows_written, t.files), (5000, 1));
+    let files = catalog::data_files(&dir.path().join("suricata.stats")).unwrap();
+    assert!(files[0]
+        .path
+        .to_string_lossy()
+        .contains("__HIVE_DEFAULT_PARTITION__"));
+}

@@ -1,0 +1,466 @@
+//! Discovering a lake: which tables exist, which data files each has, and what their footers say.
+//!
+//! The files are the only truth (there is no catalog file), so [`LakeIndex::scan`] walks the lake
+//! directory once when a session opens:
+//! - a table is a directory directly under the lake whose name is a canonical `module.type`
+//!   ([`TableName::parse`]); anything else (`_rejects`, hidden directories, stray files) is not a table;
+//! - data files are `*.parquet` and `*.feather` (also `*.arrow`, `*.ipc`) anywhere below the table
+//!   directory; names starting with `.` (in-progress files of the writer) or `_` (Hive/Spark
+//!   markers such as `_SUCCESS`) and hidden directories are never read;
+//! - `dt=YYYY-MM-DD` and `hour=HH` path segments give a file's partition; `__HIVE_DEFAULT_PARTITION__`
+//!   marks the rows whose time was null;
+//! - every file's footer is read for its Arrow schema (Parquet: the embedded `ARROW:schema`),
+//!   its row-group count and, for Parquet, the min/max statistics of the time column.
+//!
+//! A file whose footer cannot be read is left out of its table and reported in
+//! [`LakeIndex::warnings`] (the caller shows them), so one damaged file does not make a whole lake
+//! unqueryable and is never skipped silently.
+//!
+//! This module only reads files under the lake directory.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use arrow::array::{Array, TimestampMicrosecondArray};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use silt_core::TableName;
+
+/// The directory value Hive (and silt) use for a null partition value.
+pub const HIVE_DEFAULT_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
+
+/// Microseconds in an hour and in a day.
+const HOUR_US: i64 = 3_600_000_000;
+const DAY_US: i64 = 24 * HOUR_US;
+
+/// Storage format of one data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileFormat {
+    Parquet,
+    /// Arrow IPC file format ("Feather v2"), possibly with LZ4/ZSTD-compressed buffers.
+    Feather,
+}
+
+impl FileFormat {
+    fn from_path(p: &Path) -> Option<Self> {
+        match p.extension()?.to_str()? {
+            "parquet" => Some(Self::Parquet),
+            "feather" | "arrow" | "ipc" => Some(Self::Feather),
+            _ => None,
+        }
+    }
+}
+
+/// What a file's location and footer say about the event times it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeBounds {
+    /// Nothing is known (no partition directories, no usable statistics).
+    Unknown,
+    /// Every row has a null time (the `__HIVE_DEFAULT_PARTITION__` directory, or statistics
+    /// that count only nulls).
+    AllNull,
+    /// Every non-null time lies in `[lo, hi]` (UTC microseconds, inclusive).
+    Range { lo: i64, hi: i64 },
+}
+
+/// One data file of a table.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub path: PathBuf,
+    pub format: FileFormat,
+    pub size: u64,
+    pub modified: SystemTime,
+    /// `dt=` value as days since the Unix epoch; `None` without a `dt=` directory or for the
+    /// default partition.
+    pub dt: Option<i32>,
+    /// `hour=` value; `None` without an `hour=` directory or for the default partition.
+    pub hour: Option<i32>,
+    /// The file's own Arrow schema.
+    pub schema: SchemaRef,
+    /// Parquet row groups (Feather: record batches).
+    pub row_groups: usize,
+    /// Event-time bounds used for pruning.
+    pub time: TimeBounds,
+    /// Bounds of the file's own time column from its Parquet statistics, when complete.
+    time_stats: Option<(String, TimeBounds)>,
+}
+
+/// One table: its name, files and unified schema.
+#[derive(Debug, Clone)]
+pub struct TableIndex {
+    pub name: TableName,
+    pub dir: PathBuf,
+    /// Files sorted by path (partition order).
+    pub files: Vec<DataFile>,
+    /// Unification of all file schemas by [`silt_core::schema::unify_schemas`], every field
+    /// nullable. The columns a query sees, before the partition columns.
+    pub file_schema: SchemaRef,
+    /// The event-time column (`silt.time_column`), when it exists and is a timestamp.
+    pub time_column: Option<String>,
+}
+
+impl TableIndex {
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+
+    pub fn total_row_groups(&self) -> usize {
+        self.files
+            .iter()
+            .filter(|f| f.format == FileFormat::Parquet)
+            .map(|f| f.row_groups)
+            .sum()
+    }
+}
+
+/// All tables of a lake.
+#[derive(Debug, Clone, Default)]
+pub struct LakeIndex {
+    pub root: PathBuf,
+    pub tables: BTreeMap<TableName, TableIndex>,
+    /// Files left out because they could not be read, with the reason.
+    pub warnings: Vec<String>,
+}
+
+impl LakeIndex {
+    /// Walks `root` and reads every data file's footer.
+    pub fn scan(root: &Path) -> anyhow::Result<Self> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("cannot open lake {}", root.display()))?;
+        anyhow::ensure!(root.is_dir(), "lake {} is not a directory", root.display());
+        let mut index = LakeIndex {
+            root: root.clone(),
+            ..Default::default()
+        };
+        let mut entries: Vec<_> = std::fs::read_dir(&root)
+            .with_context(|| format!("cannot list lake {}", root.display()))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("cannot list lake {}", root.display()))?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if name.starts_with('.') || !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            let Some(table) = TableName::parse(&name) else {
+                continue;
+            };
+            if let Some(t) = scan_table(table.clone(), &e.path(), &mut index.warnings)? {
+                index.tables.insert(table, t);
+            }
+        }
+        Ok(index)
+    }
+}
+
+fn scan_table(
+    name: TableName,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Option<TableIndex>> {
+    let mut paths = Vec::new();
+    list_data_files(dir, &mut paths)?;
+    paths.sort();
+    let mut files = Vec::with_capacity(paths.len());
+    for ((path, _), info) in paths.iter().zip(read_all(dir, &paths)) {
+        match info {
+            Ok(f) => files.push(f),
+            Err(e) => warnings.push(format!("skipped {}: {e:#}", path.display())),
+        }
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut schema = Schema::new_with_metadata(Fields::empty(), Default::default());
+    for (i, f) in files.iter().enumerate() {
+        schema = if i == 0 {
+            f.schema.as_ref().clone()
+        } else {
+            silt_core::schema::unify_schemas(&schema, &f.schema)
+        };
+    }
+    let schema = Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(nullable_field)
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    );
+    let time_column = silt_core::meta::time_column(&schema)
+        .filter(|c| {
+            schema
+                .field_with_name(c)
+                .map(|f| matches!(f.data_type(), DataType::Timestamp(_, _)))
+                .unwrap_or(false)
+        })
+        .map(str::to_string);
+    // Footer statistics of the time column are tighter than directory bounds (and the only
+    // bounds in the `none` layout); a file without the time column has only null times.
+    if let Some(tc) = &time_column {
+        for f in &mut files {
+            if f.schema.field_with_name(tc).is_err() {
+                f.time = TimeBounds::AllNull;
+            } else if let Some((c, b)) = &f.time_stats {
+                if c == tc {
+                    f.time = *b;
+                }
+            }
+        }
+    }
+    Ok(Some(TableIndex {
+        name,
+        dir: dir.to_path_buf(),
+        files,
+        file_schema: Arc::new(schema),
+        time_column,
+    }))
+}
+
+/// Reads the footers of `paths`, on several threads for large tables (footer reads are small
+/// random reads: latency-bound, not bandwidth-bound).
+fn read_all(dir: &Path, paths: &[(PathBuf, FileFormat)]) -> Vec<anyhow::Result<DataFile>> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let one = |(p, f): &(PathBuf, FileFormat)| read_file_info(dir, p, *f);
+    if paths.len() < 64 || threads == 1 {
+        return paths.iter().map(one).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(paths.len().div_ceil(threads))
+            .map(|chunk| s.spawn(move || chunk.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("footer reader thread panicked"))
+            .collect()
+    })
+}
+
+/// Makes a field and all fields nested in it nullable: a table's files may lack any of them.
+fn nullable_field(f: &FieldRef) -> Field {
+    let dt = nullable_type(f.data_type());
+    f.as_ref().clone().with_data_type(dt).with_nullable(true)
+}
+
+fn nullable_type(t: &DataType) -> DataType {
+    match t {
+        DataType::Struct(fs) => {
+            DataType::Struct(fs.iter().map(nullable_field).collect::<Vec<_>>().into())
+        }
+        DataType::List(e) => DataType::List(Arc::new(nullable_field(e))),
+        DataType::LargeList(e) => DataType::LargeList(Arc::new(nullable_field(e))),
+        other => other.clone(),
+    }
+}
+
+fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+fn list_data_files(dir: &Path, out: &mut Vec<(PathBuf, FileFormat)>) -> anyhow::Result<()> {
+    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    for e in rd {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            if !name.starts_with('.') {
+                list_data_files(&e.path(), out)?;
+            }
+        } else if !is_hidden(name) {
+            let p = e.path();
+            if let Some(fmt) = FileFormat::from_path(&p) {
+                out.push((p, fmt));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Partition values from the `key=value` segments of `path` below the table directory:
+/// `(dt, hour, default_partition)`.
+fn partition_of(table_dir: &Path, path: &Path) -> (Option<i32>, Option<i32>, bool) {
+    let rel = path.strip_prefix(table_dir).unwrap_or(path);
+    let (mut dt, mut hour, mut default) = (None, None, false);
+    let comps: Vec<_> = rel.components().collect();
+    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+        let Some(s) = c.as_os_str().to_str() else {
+            continue;
+        };
+        if let Some(v) = s.strip_prefix("dt=") {
+            if v == HIVE_DEFAULT_PARTITION {
+                default = true;
+            } else {
+                dt = parse_date(v);
+            }
+        } else if let Some(v) = s.strip_prefix("hour=") {
+            if v == HIVE_DEFAULT_PARTITION {
+                default = true;
+            } else {
+                hour = v.parse::<i32>().ok().filter(|h| (0..24).contains(h));
+            }
+        }
+    }
+    (dt, hour, default)
+}
+
+/// Days since the epoch of `YYYY-MM-DD`.
+pub fn parse_date(s: &str) -> Option<i32> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let y: i64 = s[0..4].parse().ok()?;
+    let m: i64 = s[5..7].parse().ok()?;
+    let d: i64 = s[8..10].parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Round-trip through the civil calendar rejects 2018-02-30.
+    let days = silt_core::time::days_from_civil(y, m, d);
+    let (y2, m2, d2) = silt_core::time::civil_from_days(days);
+    (y2 == y && m2 as i64 == m && d2 as i64 == d).then_some(days as i32)
+}
+
+fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::Result<DataFile> {
+    let file = File::open(path)?;
+    let md = file.metadata()?;
+    let (dt, hour, default) = partition_of(table_dir, path);
+    let (schema, row_groups, time_stats) = match format {
+        FileFormat::Parquet => {
+            let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+            let stats = silt_core::meta::time_column(meta.schema()).and_then(|c| {
+                parquet_time_bounds(&meta, c)
+                    .ok()
+                    .flatten()
+                    .map(|b| (c.to_string(), b))
+            });
+            (
+                meta.schema().clone(),
+                meta.metadata().num_row_groups(),
+                stats,
+            )
+        }
+        FileFormat::Feather => {
+            let reader = arrow::ipc::reader::FileReader::try_new(file, None)?;
+            (reader.schema(), reader.num_batches(), None)
+        }
+    };
+    let time = if default {
+        TimeBounds::AllNull
+    } else {
+        match (dt, hour) {
+            (Some(d), Some(h)) => {
+                let lo = d as i64 * DAY_US + h as i64 * HOUR_US;
+                TimeBounds::Range {
+                    lo,
+                    hi: lo + HOUR_US - 1,
+                }
+            }
+            (Some(d), None) => {
+                let lo = d as i64 * DAY_US;
+                TimeBounds::Range {
+                    lo,
+                    hi: lo + DAY_US - 1,
+                }
+            }
+            _ => TimeBounds::Unknown,
+        }
+    };
+    Ok(DataFile {
+        path: path.to_path_buf(),
+        format,
+        size: md.len(),
+        modified: md.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        dt: if default { None } else { dt },
+        hour: if default { None } else { hour },
+        schema,
+        row_groups,
+        time,
+        time_stats,
+    })
+}
+
+/// Bounds of the time column from a Parquet footer's row-group statistics; `None` when some
+/// row group with non-null times lacks statistics (then nothing can be concluded).
+fn parquet_time_bounds(
+    meta: &ArrowReaderMetadata,
+    column: &str,
+) -> anyhow::Result<Option<TimeBounds>> {
+    let schema = meta.schema();
+    let Ok(field) = schema.field_with_name(column) else {
+        return Ok(None);
+    };
+    if !matches!(
+        field.data_type(),
+        DataType::Timestamp(TimeUnit::Microsecond, _)
+    ) {
+        return Ok(None);
+    }
+    let md = meta.metadata();
+    let conv = StatisticsConverter::try_new(column, schema, md.file_metadata().schema_descr())?;
+    let rgs = md.row_groups();
+    let mins = conv.row_group_mins(rgs)?;
+    let maxes = conv.row_group_maxes(rgs)?;
+    let nulls = conv.row_group_null_counts(rgs)?;
+    let (Some(mins), Some(maxes)) = (
+        mins.as_any().downcast_ref::<TimestampMicrosecondArray>(),
+        maxes.as_any().downcast_ref::<TimestampMicrosecondArray>(),
+    ) else {
+        return Ok(None);
+    };
+    let mut lo = i64::MAX;
+    let mut hi = i64::MIN;
+    for (i, rg) in rgs.iter().enumerate() {
+        let rows = rg.num_rows() as u64;
+        if mins.is_valid(i) && maxes.is_valid(i) {
+            lo = lo.min(mins.value(i));
+            hi = hi.max(maxes.value(i));
+        } else if nulls.is_valid(i) && nulls.value(i) == rows {
+            // Only nulls in this row group.
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some(if lo > hi {
+        TimeBounds::AllNull
+    } else {
+        TimeBounds::Range { lo, hi }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_from_paths() {
+        let t = Path::new("/l/zeek.conn");
+        let p = |s: &str| partition_of(t, &t.join(s));
+        assert_eq!(
+            p("dt=2018-03-24/hour=17/a.parquet"),
+            (Some(17_614), Some(17), false)
+        );
+        assert_eq!(p("dt=2018-03-24/a.parquet"), (Some(17_614), None, false));
+        assert_eq!(p("a.parquet"), (None, None, false));
+        assert_eq!(
+            p("dt=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__/a.parquet"),
+            (None, None, true)
+        );
+        assert_eq!(parse_date("2018-02-30"), None);
+        assert_eq!(parse_date("1970-01-02"), Some(1));
+    }
+}

@@ -1,0 +1,328 @@
+//! [`SiltTable`]: the DataFusion table provider of one lake table.
+//!
+//! The table's columns are its files' unified columns followed by the partition columns
+//! `dt DATE` and `hour INT` (Athena-style, visible and filterable; NULL in the
+//! `__HIVE_DEFAULT_PARTITION__` directory and in layouts without that level). A partition column
+//! is left out when the files have a column of the same name.
+//!
+//! A scan:
+//! 1. derives an event-time interval from the filters on the time column
+//!    ([`crate::timefilter`]) and keeps only files whose partition directories or footer
+//!    statistics may hold such times (files with only null times never match a time predicate);
+//! 2. evaluates filters that use only `dt`/`hour` on each file's partition values;
+//! 3. reads the remaining Parquet files with one `DataSourceExec` (row-group statistics, page
+//!    index and bloom filters prune further, with the predicates DataFusion pushes into it) and
+//!    the Feather files with one `DataSourceExec` per file schema under a
+//!    [`crate::adapter::ConformExec`]; all under one union.
+//!
+//! Predicates are evaluated inside the Parquet decoder (late materialization) when every
+//! Parquet file of the table can evaluate them there ([`crate::adapter::pushdown_safe`]);
+//! otherwise DataFusion's filter above the scan does it after decoding.
+//!
+//! Every filter is declared `Inexact`, so DataFusion still evaluates each predicate on the rows
+//! read: pruning only ever skips data that cannot match.
+//!
+//! The files of a table are the ones found when the session was opened (a session is a snapshot
+//! of the lake). Each scan notes what it selected in the query's [`crate::stats::ScanLog`].
+//! Reads only the table's files.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Date32Array, Int32Array};
+use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::{project_schema, DFSchema, DataFusionError, Result, ScalarValue};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat as _;
+use datafusion::datasource::listing::helpers::expr_applicable_for_cols;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    ArrowSource, FileGroup, FileScanConfigBuilder, ParquetSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::object_store::ObjectMeta;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::union::UnionExec;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::adapter::{pushdown_safe, ConformExec, SiltExprAdapterFactory};
+use crate::lake::{DataFile, FileFormat, TableIndex, TimeBounds};
+use crate::stats::{ScanLog, ScanNote};
+use crate::timefilter::time_range;
+
+/// Name of the date partition column.
+pub const DT: &str = "dt";
+/// Name of the hour partition column.
+pub const HOUR: &str = "hour";
+
+/// A lake table as a DataFusion table.
+#[derive(Debug)]
+pub struct SiltTable {
+    index: Arc<TableIndex>,
+    schema: SchemaRef,
+    part_fields: Vec<FieldRef>,
+    /// Whether predicates may be evaluated inside the Parquet decoder for this table
+    /// (see [`crate::adapter::pushdown_safe`]).
+    pushdown_safe: bool,
+}
+
+impl SiltTable {
+    pub fn new(index: Arc<TableIndex>) -> Self {
+        let fs = &index.file_schema;
+        let part_fields: Vec<FieldRef> = [(DT, DataType::Date32), (HOUR, DataType::Int32)]
+            .into_iter()
+            .filter(|(n, _)| fs.field_with_name(n).is_err())
+            .map(|(n, t)| Arc::new(Field::new(n, t, true)))
+            .collect();
+        let mut fields: Vec<FieldRef> = fs.fields().iter().cloned().collect();
+        fields.extend(part_fields.iter().cloned());
+        let schema = Arc::new(Schema::new_with_metadata(fields, fs.metadata().clone()));
+        let pushdown_safe = index
+            .files
+            .iter()
+            .filter(|f| f.format == FileFormat::Parquet)
+            .all(|f| {
+                f.schema.fields().iter().all(|p| {
+                    fs.field_with_name(p.name())
+                        .map(|l| pushdown_safe(p.data_type(), l.data_type()))
+                        .unwrap_or(true)
+                })
+            });
+        Self {
+            index,
+            schema,
+            part_fields,
+            pushdown_safe,
+        }
+    }
+
+    pub fn index(&self) -> &TableIndex {
+        &self.index
+    }
+
+    fn partition_values(&self, f: &DataFile) -> Vec<ScalarValue> {
+        self.part_fields
+            .iter()
+            .map(|p| match p.name().as_str() {
+                DT => ScalarValue::Date32(f.dt),
+                _ => ScalarValue::Int32(f.hour),
+            })
+            .collect()
+    }
+
+    /// The files a scan with `filters` must read.
+    fn select_files(&self, state: &dyn Session, filters: &[Expr]) -> Result<Vec<&DataFile>> {
+        let files = &self.index.files;
+        let mut keep = vec![true; files.len()];
+        if let Some(range) = self
+            .index
+            .time_column
+            .as_deref()
+            .and_then(|tc| time_range(filters, tc))
+        {
+            for (k, f) in keep.iter_mut().zip(files) {
+                *k = match f.time {
+                    TimeBounds::Unknown => !range.is_empty(),
+                    TimeBounds::AllNull => false,
+                    TimeBounds::Range { lo, hi } => range.overlaps(lo, hi),
+                };
+            }
+        }
+        let names: Vec<&str> = self.part_fields.iter().map(|f| f.name().as_str()).collect();
+        let part_filters: Vec<Expr> = filters
+            .iter()
+            .filter(|e| !names.is_empty() && expr_applicable_for_cols(&names, e))
+            .filter(|e| !e.column_refs().is_empty())
+            .cloned()
+            .collect();
+        if let Some(pred) = conjunction(part_filters) {
+            // Pruning is an optimization: a predicate that cannot be evaluated on the partition
+            // values alone (unexpected expression) just prunes nothing; DataFusion still applies
+            // it to every row.
+            if let Ok(matches) = self.eval_on_partitions(state, pred) {
+                for (i, k) in keep.iter_mut().enumerate() {
+                    *k &= matches.is_valid(i) && matches.value(i);
+                }
+            }
+        }
+        Ok(files
+            .iter()
+            .zip(keep)
+            .filter_map(|(f, k)| k.then_some(f))
+            .collect())
+    }
+
+    /// Evaluates `pred` (using only partition columns) once over a batch of every file's
+    /// partition values, as DataFusion's ListingTable does file by file.
+    fn eval_on_partitions(&self, state: &dyn Session, pred: Expr) -> Result<BooleanArray> {
+        let files = &self.index.files;
+        let schema = Arc::new(Schema::new(self.part_fields.clone()));
+        let cols: Vec<ArrayRef> = self
+            .part_fields
+            .iter()
+            .map(|p| -> ArrayRef {
+                match p.name().as_str() {
+                    DT => Arc::new(files.iter().map(|f| f.dt).collect::<Date32Array>()),
+                    _ => Arc::new(files.iter().map(|f| f.hour).collect::<Int32Array>()),
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), cols)?;
+        let df_schema = DFSchema::try_from(schema)?;
+        let expr = state.create_physical_expr(pred, &df_schema)?;
+        let result = expr.evaluate(&batch)?.into_array(files.len())?;
+        result
+            .as_boolean_opt()
+            .cloned()
+            .ok_or_else(|| DataFusionError::Plan("partition predicate is not boolean".into()))
+    }
+
+    fn partitioned_file(&self, f: &DataFile) -> Result<PartitionedFile> {
+        let location = ObjectPath::from_filesystem_path(&f.path)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let meta = ObjectMeta {
+            location,
+            last_modified: f.modified.into(),
+            size: f.size,
+            e_tag: None,
+            version: None,
+        };
+        Ok(PartitionedFile::new_from_meta(meta).with_partition_values(self.partition_values(f)))
+    }
+
+    async fn parquet_exec(
+        &self,
+        state: &dyn Session,
+        files: &[&DataFile],
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let table_schema = TableSchema::builder(self.index.file_schema.clone())
+            .with_table_partition_cols(self.part_fields.clone())
+            .build();
+        let mut opts = state.table_options().parquet.clone();
+        opts.global.pushdown_filters = self.pushdown_safe;
+        let source = ParquetSource::new(table_schema).with_table_parquet_options(opts.clone());
+        let pfs = files
+            .iter()
+            .map(|f| self.partitioned_file(f))
+            .collect::<Result<Vec<_>>>()?;
+        let groups = FileGroup::new(pfs).split_files(state.config().target_partitions());
+        let conf = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+            .with_file_groups(groups)
+            .with_projection_indices(projection.cloned())?
+            .with_limit(limit)
+            .with_expr_adapter(Some(Arc::new(SiltExprAdapterFactory)))
+            .build();
+        // ParquetFormat adds the session's metadata cache and reader factory.
+        ParquetFormat::default()
+            .with_options(opts)
+            .create_physical_plan(state, conf)
+            .await
+    }
+
+    fn feather_execs(
+        &self,
+        state: &dyn Session,
+        files: &[&DataFile],
+        projected: &SchemaRef,
+        limit: Option<usize>,
+    ) -> Result<Vec<Arc<dyn ExecutionPlan>>> {
+        // Group identically-shaped files: DataFusion's Arrow source reads each file with the
+        // schema it is given, so each shape gets its own scan.
+        let mut groups: BTreeMap<String, (SchemaRef, Vec<&DataFile>)> = BTreeMap::new();
+        for f in files {
+            let key = format!("{:?}", f.schema.fields());
+            groups
+                .entry(key)
+                .or_insert_with(|| (f.schema.clone(), Vec::new()))
+                .1
+                .push(f);
+        }
+        let mut out = Vec::new();
+        for (_, (schema, files)) in groups {
+            let ts = TableSchema::builder(schema)
+                .with_table_partition_cols(self.part_fields.clone())
+                .build();
+            let full = ts.table_schema().clone();
+            let indices: Vec<usize> = projected
+                .fields()
+                .iter()
+                .filter_map(|f| full.index_of(f.name()).ok())
+                .collect();
+            let pfs = files
+                .iter()
+                .map(|f| self.partitioned_file(f))
+                .collect::<Result<Vec<_>>>()?;
+            let groups = FileGroup::new(pfs).split_files(state.config().target_partitions());
+            let source = ArrowSource::new_file_source(ts);
+            let conf =
+                FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+                    .with_file_groups(groups)
+                    .with_projection_indices(Some(indices))?
+                    .with_limit(limit)
+                    .build();
+            let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(conf);
+            out.push(Arc::new(ConformExec::new(scan, projected.clone())) as _);
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl TableProvider for SiltTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        // Inexact: the scan uses every filter for pruning, DataFusion re-checks every row.
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let projected = project_schema(&self.schema, projection)?;
+        let files = self.select_files(state, filters)?;
+        if let Some(log) = state.config().get_extension::<ScanLog>() {
+            log.push(ScanNote::new(&self.index, &files));
+        }
+        let (parquet, feather): (Vec<&DataFile>, Vec<&DataFile>) =
+            files.iter().partition(|f| f.format == FileFormat::Parquet);
+        let mut plans = Vec::new();
+        if !parquet.is_empty() {
+            plans.push(
+                self.parquet_exec(state, &parquet, projection, limit)
+                    .await?,
+            );
+        }
+        if !feather.is_empty() {
+            plans.extend(self.feather_execs(state, &feather, &projected, limit)?);
+        }
+        if plans.is_empty() {
+            return Ok(Arc::new(EmptyExec::new(projected)));
+        }
+        UnionExec::try_new(plans)
+    }
+}

@@ -1,0 +1,273 @@
+//! Opening a lake as a DataFusion session and running SQL on it.
+//!
+//! [`SiltSession::open`] walks the lake once ([`crate::lake::LakeIndex`]), registers every table
+//! `module.type` as table `type` in SQL schema `module` of the default catalog (so
+//! `FROM zeek.conn` works) and registers [`crate::cidr`]'s `cidr_contains`. Parquet pruning by
+//! row-group statistics, the page index and bloom filters is switched on explicitly; filter
+//! pushdown into the Parquet decoder (late materialization) is decided per table by the table
+//! provider. `information_schema` is enabled (`SHOW TABLES`, `SHOW COLUMNS`).
+//!
+//! [`SiltSession::query`] plans and runs one statement and returns its rows with
+//! [`ScanStats`]; [`SiltSession::query_to_writer`] streams the rows to a writer instead. Each
+//! query gets its own [`ScanLog`] so that concurrent queries on one session keep their
+//! statistics apart.
+//!
+//! Touches the lake directory (read only) and nothing else.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
+use datafusion::execution::context::{SessionConfig, SessionContext};
+use datafusion::physical_plan::ExecutionPlan;
+use silt_core::TableName;
+
+use crate::lake::LakeIndex;
+use crate::output::{write_results_with_schema, OutputFormat, ResultWriter};
+use crate::provider::SiltTable;
+use crate::stats::{ScanLog, ScanStats};
+use futures::StreamExt;
+
+/// Opens the lake at `lake` for SQL.
+pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
+    SiltSession::open(lake).await
+}
+
+/// A DataFusion session over one lake.
+pub struct SiltSession {
+    ctx: SessionContext,
+    index: Arc<LakeIndex>,
+}
+
+/// The outcome of one SQL statement.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    pub stats: ScanStats,
+}
+
+impl QueryResult {
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// Writes the rows in `format` (see [`crate::output`]).
+    pub fn write(&self, format: OutputFormat, out: &mut dyn Write) -> anyhow::Result<()> {
+        write_results_with_schema(&self.schema, &self.batches, format, out)
+    }
+}
+
+/// The session configuration silt uses: pruning by statistics, page index and bloom filters
+/// on, `information_schema` on. Filter pushdown into the Parquet decoder stays off here: it is
+/// a per-table decision ([`crate::provider::SiltTable`]), because a session-wide switch would
+/// override it.
+pub fn session_config() -> SessionConfig {
+    let mut config = SessionConfig::new().with_information_schema(true);
+    let pq = &mut config.options_mut().execution.parquet;
+    pq.pruning = true;
+    pq.enable_page_index = true;
+    pq.bloom_filter_on_read = true;
+    pq.pushdown_filters = false;
+    pq.reorder_filters = true;
+    config
+}
+
+impl SiltSession {
+    /// Walks the lake and registers its tables; see the module documentation.
+    pub async fn open(lake: &Path) -> anyhow::Result<Self> {
+        let lake = lake.to_path_buf();
+        // Reading footers is blocking file I/O.
+        let index = tokio::task::spawn_blocking(move || LakeIndex::scan(&lake))
+            .await
+            .context("lake scan panicked")??;
+        let ctx = SessionContext::new_with_config(session_config());
+        ctx.register_udf(crate::cidr::cidr_contains_udf());
+        let catalog = ctx
+            .catalog("datafusion")
+            .context("default catalog missing")?;
+        for (name, table) in &index.tables {
+            let schema = match catalog.schema(name.module()) {
+                Some(s) => s,
+                None => {
+                    let s: Arc<dyn SchemaProvider> = Arc::new(MemorySchemaProvider::new());
+                    catalog.register_schema(name.module(), s.clone())?;
+                    s
+                }
+            };
+            schema.register_table(
+                name.name().to_string(),
+                Arc::new(SiltTable::new(Arc::new(table.clone()))),
+            )?;
+        }
+        Ok(Self {
+            ctx,
+            index: Arc::new(index),
+        })
+    }
+
+    /// The underlying DataFusion context (tables and `cidr_contains` registered). Queries run
+    /// directly on it work, but do not collect [`ScanStats`].
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The tables found when the session was opened.
+    pub fn tables(&self) -> Vec<TableName> {
+        self.index.tables.keys().cloned().collect()
+    }
+
+    /// The lake as it was read.
+    pub fn lake(&self) -> &LakeIndex {
+        &self.index
+    }
+
+    /// Files that could not be read and were left out (show these to the user).
+    pub fn warnings(&self) -> &[String] {
+        &self.index.warnings
+    }
+
+    /// Plans and runs one SQL statement, collecting its rows and scan statistics.
+    pub async fn query(&self, sql: &str) -> anyhow::Result<QueryResult> {
+        let (ctx, log) = self.query_context();
+        let df = ctx.sql(sql).await?;
+        let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
+        let schema = display_schema(&plan.schema());
+        let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+            .await?
+            .into_iter()
+            .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stats = ScanStats::collect(&log.notes(), &plan);
+        Ok(QueryResult {
+            schema,
+            batches,
+            stats,
+        })
+    }
+
+    /// Runs one SQL statement and writes its rows to `out` in `format` as they arrive (csv,
+    /// json and ndjson stream; see [`ResultWriter`]); returns the number of rows and the scan
+    /// statistics. This is what `silt query` should use for large results.
+    pub async fn query_to_writer(
+        &self,
+        sql: &str,
+        format: OutputFormat,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<(u64, ScanStats)> {
+        let (ctx, log) = self.query_context();
+        let df = ctx.sql(sql).await?;
+        let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
+        let schema = display_schema(&plan.schema());
+        let mut stream = datafusion::physical_plan::execute_stream(plan.clone(), ctx.task_ctx())?;
+        let mut w = ResultWriter::new(&schema, format, out)?;
+        while let Some(b) = stream.next().await {
+            w.write(&RecordBatch::try_new(
+                schema.clone(),
+                b?.columns().to_vec(),
+            )?)?;
+        }
+        drop(stream);
+        let rows = w.rows();
+        w.finish()?;
+        Ok((rows, ScanStats::collect(&log.notes(), &plan)))
+    }
+
+    /// The physical plan of `sql` after optimization, as text (`EXPLAIN` without running).
+    pub async fn explain(&self, sql: &str) -> anyhow::Result<String> {
+        let (ctx, _) = self.query_context();
+        let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+        let text = datafusion::physical_plan::displayable(plan.as_ref())
+            .indent(true)
+            .to_string();
+        Ok(text)
+    }
+
+    /// A context sharing this session's catalog and configuration with a fresh [`ScanLog`].
+    fn query_context(&self) -> (SessionContext, Arc<ScanLog>) {
+        let mut state = self.ctx.state();
+        let log = Arc::new(ScanLog::default());
+        state.config_mut().set_extension(log.clone());
+        (SessionContext::new_with_state(state), log)
+    }
+}
+
+/// The result schema with struct-field columns named as the user wrote them: DataFusion calls
+/// `SELECT id.orig_h FROM zeek.conn`'s column `zeek.conn.id[orig_h]`; silt prints `id.orig_h`
+/// (what DuckDB and Spark print too). Names that would collide keep DataFusion's form.
+pub fn display_schema(schema: &SchemaRef) -> SchemaRef {
+    let renamed: Vec<Option<String>> = schema
+        .fields()
+        .iter()
+        .map(|f| dotted_name(f.name()))
+        .collect();
+    let final_names: Vec<String> = schema
+        .fields()
+        .iter()
+        .zip(&renamed)
+        .map(|(f, r)| r.clone().unwrap_or_else(|| f.name().clone()))
+        .collect();
+    let unique = |n: &String| final_names.iter().filter(|m| *m == n).count() == 1;
+    let fields: Vec<arrow::datatypes::FieldRef> = schema
+        .fields()
+        .iter()
+        .zip(&renamed)
+        .map(|(f, r)| match r {
+            Some(n) if unique(n) => Arc::new(f.as_ref().clone().with_name(n.clone())),
+            _ => f.clone(),
+        })
+        .collect();
+    Arc::new(arrow::datatypes::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
+/// `zeek.conn.id[orig_h]` -> `id.orig_h`, `a.alert[signature]` -> `alert.signature`,
+/// `x[a][b]` -> `x.a.b`; `None` for anything that is not a plain field access.
+fn dotted_name(name: &str) -> Option<String> {
+    let open = name.find('[')?;
+    let (head, mut rest) = name.split_at(open);
+    let base = head.rsplit('.').next()?;
+    if base.is_empty() || base.contains(['(', ')', ' ']) {
+        return None;
+    }
+    let mut out = base.to_string();
+    while !rest.is_empty() {
+        let inner = rest.strip_prefix('[')?;
+        let close = inner.find(']')?;
+        let field = &inner[..close];
+        if field.is_empty() || field.contains(['[', '(', ' ']) {
+            return None;
+        }
+        out.push('.');
+        out.push_str(field);
+        rest = &inner[close + 1..];
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::dotted_name;
+
+    #[test]
+    fn struct_access_names() {
+        assert_eq!(
+            dotted_name("zeek.conn.id[orig_h]").as_deref(),
+            Some("id.orig_h")
+        );
+        assert_eq!(
+            dotted_name("a.alert[signature]").as_deref(),
+            Some("alert.signature")
+        );
+        assert_eq!(dotted_name("x[a][b]").as_deref(), Some("x.a.b"));
+        assert_eq!(dotted_name("count(*)"), None);
+        assert_eq!(dotted_name("sum(zeek.conn.id[orig_p])"), None);
+        assert_eq!(dotted_name("n"), None);
+    }
+}

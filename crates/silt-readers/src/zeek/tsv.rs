@@ -1,0 +1,897 @@
+//! Zeek TSV logs (Zeek's ASCII writer, also Bro 2.x) -> Arrow batches, one table per `#path`.
+//!
+//! Header directives: `#separator` (value after one space, `\x09`-style escapes), `#set_separator`,
+//! `#empty_field`, `#unset_field`, `#path`, `#fields`, `#types`, `#open`, `#close`; any other
+//! `#` line (e.g. `#file foo.pcap`) is ignored. A non-default meta prefix (Zeek's
+//! `LogAscii::meta_prefix`) is recognised when the stream's first line is `<prefix>separator <x>`.
+//! A `#separator` line starts a new header block (path, fields and types are forgotten); when a
+//! block's path, fields or types differ from the previous one, the rows so far are emitted and a
+//! new schema starts, otherwise rows keep accumulating into the same batch.
+//!
+//! Values: unset marker -> null (also for container elements); empty marker -> empty list for
+//! containers and empty string for strings; `\xNN` and `\\` escapes are decoded and strings are
+//! stored in the canonical form of [`super::types::canon_into`]. The canonified test token
+//! `XXXXXXXXXX.XXXXXX` in a `time` field is a null time (the row is kept).
+//!
+//! Bad input: a data line with the wrong number of fields, or a field that does not parse as its
+//! type, rejects the whole line (`field 4 (id.orig_p: port): invalid port "abc"`, fields counted
+//! from 1 as in `cut -f`), and reading goes on. Data before any `#fields` header is rejected.
+//! Empty lines are skipped. CRLF line ends are accepted.
+//!
+//! This is the benchmarked hot path: lines are cut out of the reader's buffer with memchr (no
+//! copy unless a line straddles two buffer fills), the separators of a line are found eight bytes
+//! at a time, and each field is parsed straight into its typed column builder (no per-line or
+//! per-field allocation; fast paths for Zeek's own number/time/IPv4/plain-string forms that give
+//! the same results as the general parsers). [`read_slice`] is the same parser over an in-memory
+//! slice, for micro-benchmarks (`tests/zeek_bench.rs`).
+//!
+//! Touches nothing but its input and `out`.
+
+use std::io::BufRead;
+
+use memchr::memchr;
+use silt_core::{Emit, ReadOptions, Reject, SourceInfo, TableName};
+
+use super::{drive_lines, drive_slice, LineSink, MAX_LINE, REJECT_RAW_MAX};
+
+use super::types::{
+    addr_into, canon_into, parse_f64, parse_i64, parse_u64, Col, Layout, LeafSpec, ZType,
+};
+
+/// Zeek's btest canonifier replaces times by this token; it reads as a null time.
+pub const CANONIFIED_TS: &[u8] = b"XXXXXXXXXX.XXXXXX";
+/// A batch is emitted early once its rows came from this many input bytes, so that the 32-bit
+/// offsets of Arrow string arrays cannot overflow (canonical text is at most 4x its input).
+const FLUSH_BYTES: usize = 256 << 20;
+
+/// Reads a Zeek TSV stream. See the module documentation.
+pub fn read(
+    input: &mut dyn BufRead,
+    source: &SourceInfo,
+    opts: &ReadOptions,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
+    let mut p = TsvParser::new(source, opts);
+    drive_lines(input, source, &mut p, out)
+}
+
+/// Parses a whole in-memory Zeek TSV log (same behaviour as [`read`]); for benchmarks and tests.
+pub fn read_slice(
+    data: &[u8],
+    source: &SourceInfo,
+    opts: &ReadOptions,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
+    let mut p = TsvParser::new(source, opts);
+    drive_slice(data, &mut p, out)
+}
+
+/// Separators and markers of the current header block.
+#[derive(Debug, Clone)]
+struct Markers {
+    sep: Vec<u8>,
+    set_sep: Vec<u8>,
+    empty: Vec<u8>,
+    unset: Vec<u8>,
+}
+
+impl Default for Markers {
+    fn default() -> Self {
+        Markers {
+            sep: b"\t".to_vec(),
+            set_sep: b",".to_vec(),
+            empty: b"(empty)".to_vec(),
+            unset: b"-".to_vec(),
+        }
+    }
+}
+
+/// The schema-defining part of a header block and its column builders.
+struct Block {
+    table: TableName,
+    path: String,
+    fields: Vec<String>,
+    types: Vec<String>,
+    ztypes: Vec<ZType>,
+    layout: Layout,
+    cols: Vec<Col>,
+    rows: usize,
+    /// Input bytes (with line ends) of the rows in the builders.
+    bytes: usize,
+}
+
+/// Line-at-a-time Zeek TSV parser (the state machine behind [`read`]).
+struct TsvParser<'a> {
+    source: &'a SourceInfo,
+    batch_rows: usize,
+    prefix: Vec<u8>,
+    m: Markers,
+    path: Option<String>,
+    fields: Option<Vec<String>>,
+    types: Option<Vec<String>>,
+    /// The header changed since the active block was set up.
+    dirty: bool,
+    block: Option<Block>,
+    /// Why there is no usable block (data lines are rejected with this reason).
+    block_err: Option<String>,
+    line_no: u64,
+    seen_content: bool,
+    unreported_bytes: u64,
+    scratch: Vec<u8>,
+    /// Separator positions of the current line.
+    pos: Vec<u32>,
+}
+
+impl<'a> TsvParser<'a> {
+    fn new(source: &'a SourceInfo, opts: &ReadOptions) -> Self {
+        TsvParser {
+            source,
+            batch_rows: opts.batch_rows.max(1),
+            prefix: b"#".to_vec(),
+            m: Markers::default(),
+            path: None,
+            fields: None,
+            types: None,
+            dirty: false,
+            block: None,
+            block_err: None,
+            line_no: 0,
+            seen_content: false,
+            unreported_bytes: 0,
+            scratch: Vec::new(),
+            pos: Vec::new(),
+        }
+    }
+
+    fn reject_overlong(
+        &mut self,
+        start: &[u8],
+        len: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        let table = self.block.as_ref().map(|b| b.table.clone());
+        let reason = format!(
+            "line of {len}+ bytes is longer than the limit of {MAX_LINE} bytes (only its first {} bytes are kept here)",
+            start.len()
+        );
+        self.reject(start, reason, table, out)
+    }
+
+    /// A header line without its meta prefix.
+    fn directive(&mut self, body: &[u8]) {
+        if let Some(rest) = body.strip_prefix(b"separator") {
+            if let Some(&d) = rest.first() {
+                if d == b' ' || d == b'\t' {
+                    let v = unescape(&rest[1..]);
+                    if !v.is_empty() {
+                        self.m.sep = v;
+                    }
+                    // A new header block starts: forget the previous block's description.
+                    self.path = None;
+                    self.fields = None;
+                    self.types = None;
+                    self.dirty = true;
+                    return;
+                }
+            }
+        }
+        let (name, value) = match find(&self.m.sep, body) {
+            Some(p) => (&body[..p], &body[p + self.m.sep.len()..]),
+            None => match memchr(b' ', body) {
+                Some(p) => (&body[..p], &body[p + 1..]),
+                None => (body, &b""[..]),
+            },
+        };
+        match name {
+            b"set_separator" => {
+                let v = unescape(value);
+                if !v.is_empty() {
+                    self.m.set_sep = v;
+                }
+            }
+            b"empty_field" => self.m.empty = unescape(value),
+            b"unset_field" => self.m.unset = unescape(value),
+            b"path" => {
+                self.path = Some(String::from_utf8_lossy(&unescape(value)).into_owned());
+                self.dirty = true;
+            }
+            b"fields" => {
+                self.fields = Some(split_header(value, &self.m.sep));
+                self.dirty = true;
+            }
+            b"types" => {
+                self.types = Some(split_header(value, &self.m.sep));
+                self.dirty = true;
+            }
+            // `#open`/`#close` carry the writer's open/close times (canonified test logs have
+            // `XXXX-XX-XX-XX-XX-XX`); silt does not use them. Unknown directives are ignored.
+            _ => {}
+        }
+    }
+
+    /// Makes the header seen so far the active block.
+    fn activate(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.dirty = false;
+        let path = self
+            .path
+            .clone()
+            .unwrap_or_else(|| super::fallback_log_name(self.source));
+        let (fields, types) = match (&self.fields, &self.types) {
+            (None, _) => return self.invalidate("data line before any #fields header".into(), out),
+            (Some(_), None) => {
+                return self.invalidate("the header block has #fields but no #types".into(), out)
+            }
+            (Some(f), Some(t)) if f.len() != t.len() => {
+                let msg = format!(
+                    "the header block has {} #fields but {} #types",
+                    f.len(),
+                    t.len()
+                );
+                return self.invalidate(msg, out);
+            }
+            (Some(f), Some(t)) => (f.clone(), t.clone()),
+        };
+        if let Some(b) = &self.block {
+            if b.path == path && b.fields == fields && b.types == types {
+                return Ok(());
+            }
+        }
+        self.flush(out)?;
+        let table = TableName::new("zeek", &path);
+        let ztypes: Vec<ZType> = types.iter().map(|t| ZType::parse(t)).collect();
+        let leaves = fields
+            .iter()
+            .zip(&types)
+            .zip(&ztypes)
+            .map(|((n, t), z)| LeafSpec {
+                name: n.clone(),
+                ztype: z.clone(),
+                source_type: t.clone(),
+            })
+            .collect();
+        let layout = match Layout::new(&table, leaves) {
+            Ok(l) => l,
+            Err(e) => return self.invalidate(format!("bad #fields header: {e}"), out),
+        };
+        let cap = self.batch_rows.min(64 * 1024);
+        let cols = ztypes.iter().map(|t| Col::new(t, cap)).collect();
+        self.block = Some(Block {
+            table,
+            path,
+            fields,
+            types,
+            ztypes,
+            layout,
+            cols,
+            rows: 0,
+            bytes: 0,
+        });
+        self.block_err = None;
+        Ok(())
+    }
+
+    fn invalidate(&mut self, reason: String, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.flush(out)?;
+        self.block = None;
+        self.block_err = Some(reason);
+        Ok(())
+    }
+
+    /// A data line; `raw_len` is its length in the input including the line end.
+    fn data(&mut self, line: &[u8], raw_len: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
+        if self.dirty {
+            self.activate(out)?;
+        }
+        let Some(block) = self.block.as_mut() else {
+            let reason = self
+                .block_err
+                .clone()
+                .unwrap_or_else(|| "data line before any #fields header".into());
+            let table = self.path.as_deref().map(|p| TableName::new("zeek", p));
+            return self.reject(line, reason, table, out);
+        };
+        match parse_row(block, line, &self.m, &mut self.pos, &mut self.scratch) {
+            Ok(()) => {
+                block.rows += 1;
+                block.bytes += raw_len;
+                if block.rows >= self.batch_rows || block.bytes >= FLUSH_BYTES {
+                    self.flush(out)?;
+                }
+                Ok(())
+            }
+            Err(reason) => {
+                let rows = block.rows;
+                for c in &mut block.cols {
+                    c.truncate(rows);
+                }
+                let table = Some(block.table.clone());
+                self.reject(line, reason, table, out)
+            }
+        }
+    }
+
+    fn reject(
+        &mut self,
+        line: &[u8],
+        reason: String,
+        table: Option<TableName>,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        out.reject(Reject {
+            source: self.source.display.clone(),
+            line: self.line_no,
+            reason,
+            raw: line.to_vec(),
+            table,
+        })
+    }
+
+    /// Emits the rows in the builders as one batch.
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        if let Some(b) = self.block.as_mut() {
+            if b.rows > 0 {
+                let arrays = b
+                    .cols
+                    .iter_mut()
+                    .zip(&b.ztypes)
+                    .map(|(c, t)| Some(c.finish(t)))
+                    .collect();
+                let batch = b.layout.assemble(arrays, b.rows)?;
+                out.table_bytes(&b.table, b.bytes as u64);
+                b.rows = 0;
+                b.bytes = 0;
+                out.batch(&b.table, batch)?;
+            }
+        }
+        if self.unreported_bytes > 0 {
+            out.progress(self.unreported_bytes);
+            self.unreported_bytes = 0;
+        }
+        Ok(())
+    }
+}
+
+impl LineSink for TsvParser<'_> {
+    fn line(&mut self, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.line_no += 1;
+        self.unreported_bytes += raw.len() as u64 + 1;
+        let full_len = raw.len() + 1;
+        let raw = if self.line_no == 1 {
+            super::strip_bom(raw)
+        } else {
+            raw
+        };
+        let line = match raw.split_last() {
+            Some((b'\r', rest)) => rest,
+            _ => raw,
+        };
+        if line.is_empty() {
+            return Ok(());
+        }
+        let first = !self.seen_content;
+        self.seen_content = true;
+        if line.len() > MAX_LINE {
+            return self.reject_overlong(&line[..REJECT_RAW_MAX], line.len(), out);
+        }
+        if line[0] == self.prefix[0] && line.starts_with(&self.prefix) {
+            let body = &line[self.prefix.len()..];
+            self.directive(body);
+            return Ok(());
+        }
+        if first {
+            if let Some(p) = detect_meta_prefix(line) {
+                self.prefix = line[..p].to_vec();
+                self.directive(&line[p..]);
+                return Ok(());
+            }
+        }
+        self.data(line, full_len, out)
+    }
+
+    fn overlong(&mut self, start: &[u8], len: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.line_no += 1;
+        self.unreported_bytes += len as u64;
+        self.seen_content = true;
+        self.reject_overlong(start, len, out)
+    }
+
+    fn skipped(&mut self, bytes: usize) {
+        self.unreported_bytes += bytes as u64;
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.flush(out)
+    }
+}
+
+/// Parses one data line into the block's builders. On error the builders may hold part of the
+/// line; the caller truncates them. `pos` is a reusable buffer for separator positions.
+#[inline]
+fn parse_row(
+    block: &mut Block,
+    line: &[u8],
+    m: &Markers,
+    pos: &mut Vec<u32>,
+    scratch: &mut Vec<u8>,
+) -> Result<(), String> {
+    let n = block.cols.len();
+    let sep = &m.sep[..];
+    // All separator positions first: the field count is checked before anything is parsed.
+    find_all(sep, line, pos);
+    if pos.len() + 1 != n {
+        return Err(format!(
+            "line has {} fields but the #fields header has {n}",
+            pos.len() + 1
+        ));
+    }
+    let mut start = 0usize;
+    for (i, (col, t)) in block.cols.iter_mut().zip(&block.ztypes).enumerate() {
+        let end = pos.get(i).map_or(line.len(), |&p| p as usize);
+        let field = &line[start..end];
+        start = end + sep.len();
+        if let Err(e) = push_field(col, t, field, m, scratch) {
+            return Err(format!(
+                "field {} ({}: {}): {e}",
+                i + 1,
+                block.fields[i],
+                block.types[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Positions of every (non-overlapping) `sep` in `line`, into `out`.
+///
+/// For the usual one-byte separator this scans eight bytes per step with a SWAR zero-byte test
+/// instead of calling memchr once per field: Zeek fields are short (a few bytes), so memchr's
+/// per-call setup cost dominated the profile.
+#[inline]
+fn find_all(sep: &[u8], line: &[u8], out: &mut Vec<u32>) {
+    out.clear();
+    if sep.len() != 1 {
+        let mut from = 0;
+        while let Some(p) = find(sep, &line[from..]) {
+            out.push((from + p) as u32);
+            from += p + sep.len();
+        }
+        return;
+    }
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let pat = u64::from_ne_bytes([sep[0]; 8]);
+    let mut chunks = line.chunks_exact(8);
+    let mut base = 0u32;
+    for c in &mut chunks {
+        let v = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ pat;
+        // High bit of each byte set exactly where that byte of `v` is zero (no false positives).
+        let mut z = !(((v & LO7) + LO7) | v | LO7);
+        while z != 0 {
+            out.push(base + z.trailing_zeros() / 8);
+            z &= z - 1;
+        }
+        base += 8;
+    }
+    for (j, &c) in chunks.remainder().iter().enumerate() {
+        if c == sep[0] {
+            out.push(base + j as u32);
+        }
+    }
+}
+
+/// `f` equals the marker `m` (markers are short; the length test settles most fields).
+#[inline(always)]
+fn is_marker(f: &[u8], m: &[u8]) -> bool {
+    f.len() == m.len() && (f.is_empty() || f[0] == m[0] && (f.len() == 1 || f == m))
+}
+
+#[inline]
+fn push_field(
+    col: &mut Col,
+    t: &ZType,
+    f: &[u8],
+    m: &Markers,
+    scratch: &mut Vec<u8>,
+) -> Result<(), String> {
+    if is_marker(f, &m.unset) {
+        col.push_null();
+        return Ok(());
+    }
+    if let ZType::List(inner) = t {
+        if is_marker(f, &m.empty) {
+            col.list_commit();
+            return Ok(());
+        }
+        let item = col.list_item();
+        let mut rest = f;
+        let mut k = 1;
+        loop {
+            let (e, next) = match find(&m.set_sep, rest) {
+                Some(p) => (&rest[..p], Some(&rest[p + m.set_sep.len()..])),
+                None => (rest, None),
+            };
+            if is_marker(e, &m.unset) {
+                item.push_null();
+            } else if let Err(err) = push_scalar(item, inner, e, m, scratch) {
+                return Err(format!("element {k}: {err}"));
+            }
+            match next {
+                Some(r) => rest = r,
+                None => break,
+            }
+            k += 1;
+        }
+        col.list_commit();
+        return Ok(());
+    }
+    push_scalar(col, t, f, m, scratch)
+}
+
+#[inline(always)]
+fn push_scalar(
+    col: &mut Col,
+    t: &ZType,
+    f: &[u8],
+    m: &Markers,
+    scratch: &mut Vec<u8>,
+) -> Result<(), String> {
+    match t {
+        ZType::String => {
+            if is_marker(f, &m.empty) {
+                col.push_str(b"");
+            } else {
+                decode_into(f, col.str_bytes(), scratch);
+                col.str_commit();
+            }
+        }
+        ZType::Count => match parse_u64(f) {
+            Some(v) => col.push_u64(v),
+            None => return Err(invalid("count", f)),
+        },
+        ZType::Int => match parse_i64(f) {
+            Some(v) => col.push_i64(v),
+            None => return Err(invalid("int", f)),
+        },
+        ZType::Double | ZType::Interval => match fast_f64(f).or_else(|| parse_f64(f)) {
+            Some(v) => col.push_f64(v),
+            None => {
+                return Err(invalid(
+                    if *t == ZType::Double {
+                        "double"
+                    } else {
+                        "interval"
+                    },
+                    f,
+                ))
+            }
+        },
+        ZType::Time => {
+            if f.first() == Some(&b'X') && f == CANONIFIED_TS {
+                col.push_null();
+            } else {
+                match fast_time(f).or_else(|| {
+                    std::str::from_utf8(f)
+                        .ok()
+                        .and_then(silt_core::time::parse_epoch_seconds)
+                }) {
+                    Some(v) => col.push_i64(v),
+                    None => return Err(invalid("time", f)),
+                }
+            }
+        }
+        ZType::Port => match parse_u64(f).filter(|&p| p <= 65535) {
+            Some(v) => col.push_u16(v as u16),
+            None => return Err(invalid("port", f)),
+        },
+        ZType::Bool => match f {
+            b"T" | b"1" => col.push_bool(true),
+            b"F" | b"0" => col.push_bool(false),
+            _ => return Err(invalid("bool", f)),
+        },
+        ZType::Addr => {
+            if addr_into(f, col.str_bytes()) {
+                col.str_commit();
+            } else {
+                col.str_abort();
+                return Err(invalid("addr", f));
+            }
+        }
+        ZType::Subnet => match std::str::from_utf8(f)
+            .ok()
+            .and_then(silt_core::addr::canonical_subnet)
+        {
+            Some(s) => col.push_str(s.as_bytes()),
+            None => return Err(invalid("subnet", f)),
+        },
+        ZType::List(_) => return Err("containers cannot nest".into()),
+        ZType::Null => col.push_null(),
+    }
+    Ok(())
+}
+
+/// Zeek's own time format, `<seconds>.<6 digits>` (non-negative), parsed without UTF-8 checks;
+/// anything else goes to [`silt_core::time::parse_epoch_seconds`] (same result, more general).
+#[inline]
+fn fast_time(f: &[u8]) -> Option<i64> {
+    let n = f.len();
+    if !(8..=19).contains(&n) || f[n - 7] != b'.' {
+        return None;
+    }
+    let secs = parse_u64(&f[..n - 7])?;
+    let micros = parse_u64(&f[n - 6..])?;
+    i64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000)?
+        .checked_add(micros as i64)
+}
+
+/// Decimal `[-]digits[.digits]` with at most 15 significant digits, correctly rounded without
+/// the general parser: a mantissa below 2^53 divided by an exact power of ten is exact-then-
+/// rounded once (Clinger's fast path). Other forms (exponents, `inf`, long digit strings) return
+/// `None` and go to `str::parse`.
+#[inline]
+fn fast_f64(f: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (neg, digits) = match f.first()? {
+        b'-' => (true, &f[1..]),
+        _ => (false, f),
+    };
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut mant: u64 = 0;
+    let mut frac_digits = 0usize;
+    let mut seen_dot = false;
+    let mut ndigits = 0;
+    for &c in digits {
+        if c == b'.' {
+            if seen_dot {
+                return None;
+            }
+            seen_dot = true;
+        } else {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            mant = mant * 10 + d as u64;
+            ndigits += 1;
+            if seen_dot {
+                frac_digits += 1;
+            }
+        }
+    }
+    if ndigits == 0 || ndigits > 15 {
+        return None;
+    }
+    let v = mant as f64 / POW10[frac_digits];
+    Some(if neg { -v } else { v })
+}
+
+/// `invalid port "abc"`, with the value shown escaped and cut to 80 bytes.
+fn invalid(what: &str, f: &[u8]) -> String {
+    let shown = &f[..f.len().min(80)];
+    let more = if f.len() > 80 { "..." } else { "" };
+    format!("invalid {what} {:?}{more}", String::from_utf8_lossy(shown))
+}
+
+/// Decodes Zeek's TSV escapes in `f` and appends the canonical text to `out`.
+#[inline]
+fn decode_into(f: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    // Fast path: printable ASCII without a backslash needs neither decoding nor escaping.
+    if is_plain_no_backslash(f) {
+        super::types::extend_short(out, f);
+        return;
+    }
+    scratch.clear();
+    unescape_into(f, scratch);
+    canon_into(scratch, out);
+}
+
+/// True if every byte is printable ASCII (0x20..=0x7e) and none is a backslash; eight bytes at a
+/// time (SWAR), since most Zeek strings take this path.
+#[inline]
+fn is_plain_no_backslash(f: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (chunks, tail) = f.as_chunks::<8>();
+    for c in chunks {
+        let v = u64::from_le_bytes(*c);
+        // A byte < 0x20, or >= 0x7f, or == 0x5c sets its high bit in `bad` (false positives are
+        // impossible for these exact-range tests on bytes whose high bit is clear; bytes with
+        // the high bit set are caught by `v & HIGH`).
+        let lt20 = v.wrapping_sub(ONES * 0x20) & !v;
+        let ge7f = v.wrapping_add(ONES) & HIGH;
+        let x = v ^ (ONES * 0x5c);
+        let bs = x.wrapping_sub(ONES) & !x;
+        if (lt20 | ge7f | bs | v) & HIGH != 0 {
+            return false;
+        }
+    }
+    tail.iter()
+        .all(|&c| c.wrapping_sub(0x20) < 0x5f && c != b'\\')
+}
+
+/// Decodes `\xNN` (hex byte) and `\\` (backslash), the escapes Zeek's ASCII writer produces.
+/// Any other backslash is kept as it is.
+fn unescape_into(f: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < f.len() {
+        let c = f[i];
+        if c == b'\\' && i + 1 < f.len() {
+            if f[i + 1] == b'\\' {
+                out.push(b'\\');
+                i += 2;
+                continue;
+            }
+            if f[i + 1] == b'x' && i + 3 < f.len() {
+                if let (Some(h), Some(l)) = (hex(f[i + 2]), hex(f[i + 3])) {
+                    out.push(h << 4 | l);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+}
+
+fn unescape(f: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(f.len());
+    unescape_into(f, &mut v);
+    v
+}
+
+#[inline]
+fn hex(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[inline]
+fn find(needle: &[u8], hay: &[u8]) -> Option<usize> {
+    match needle.len() {
+        1 => memchr(needle[0], hay),
+        0 => None,
+        _ => memchr::memmem::find(hay, needle),
+    }
+}
+
+fn split_header(value: &[u8], sep: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    loop {
+        match find(sep, rest) {
+            Some(p) => {
+                out.push(String::from_utf8_lossy(&unescape(&rest[..p])).into_owned());
+                rest = &rest[p + sep.len()..];
+            }
+            None => {
+                out.push(String::from_utf8_lossy(&unescape(rest)).into_owned());
+                return out;
+            }
+        }
+    }
+}
+
+/// `PREFIX<>separator |` -> the length of `PREFIX<>`: a short prefix without whitespace directly
+/// followed by `separator ` and a value.
+fn detect_meta_prefix(line: &[u8]) -> Option<usize> {
+    let p = memchr::memmem::find(line, b"separator ")?;
+    if p == 0 || p > 32 || line.len() <= p + 10 {
+        return None;
+    }
+    if line[..p].iter().any(|c| c.is_ascii_whitespace()) {
+        return None;
+    }
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separator_positions() {
+        let mut v = Vec::new();
+        let line = b"a\tbb\t\tccccccccccccccc\td\t";
+        find_all(b"\t", line, &mut v);
+        let want: Vec<u32> = line
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c == b'\t')
+            .map(|(i, _)| i as u32)
+            .collect();
+        assert_eq!(v, want);
+        // Every byte value and position, against the obvious scan.
+        for sep in [0u8, 1, 9, 0x7f, 0x80, 0xff] {
+            let line: Vec<u8> = (0..200u32)
+                .map(|i| {
+                    if i % 7 == 3 {
+                        sep
+                    } else {
+                        (i * 37 % 256) as u8
+                    }
+                })
+                .collect();
+            find_all(&[sep], &line, &mut v);
+            let want: Vec<u32> = line
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c == sep)
+                .map(|(i, _)| i as u32)
+                .collect();
+            assert_eq!(v, want, "sep {sep}");
+        }
+        find_all(b"||", b"a||b|c||||d", &mut v);
+        assert_eq!(v, vec![1, 6, 8]);
+    }
+
+    #[test]
+    fn fast_number_paths_match_the_general_parsers() {
+        for s in [
+            "0",
+            "0.0",
+            "-0.0",
+            "1.5",
+            "0.000431",
+            "123456.789012",
+            "3.14",
+            "100.000000",
+            "-1500",
+            "999999999999999",
+            "0.1",
+            "0.2",
+            "0.3",
+            "1521911721.123456",
+            ".5",
+            "5.",
+        ] {
+            let want: f64 = s.parse().unwrap();
+            let got = fast_f64(s.as_bytes()).unwrap_or_else(|| parse_f64(s.as_bytes()).unwrap());
+            assert_eq!(got.to_bits(), want.to_bits(), "{s}");
+        }
+        for s in ["1e5", "inf", "1.2.3", "-", "", "12345678901234567"] {
+            assert_eq!(fast_f64(s.as_bytes()), None, "{s}");
+        }
+        for s in [
+            "1521911721.123456",
+            "0.000000",
+            "1.000001",
+            "999999999999.999999",
+        ] {
+            assert_eq!(
+                fast_time(s.as_bytes()),
+                silt_core::time::parse_epoch_seconds(s),
+                "{s}"
+            );
+        }
+        for s in ["-1.500000", "1.5", "+1.000000", "1x.000000"] {
+            assert_eq!(fast_time(s.as_bytes()), None, "{s}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use super::is_plain_no_backslash;
+
+    #[test]
+    fn plain_check_matches_the_byte_rule() {
+        let slow = |f: &[u8]| f.iter().all(|&c| (0x20..0x7f).contains(&c) && c != b'\\');
+        for b in 0..=255u8 {
+            for pos in 0..17 {
+                let mut v = vec![b'a'; 17];
+                v[pos] = b;
+                assert_eq!(is_plain_no_backslash(&v), slow(&v), "byte {b:#x} at {pos}");
+                assert_eq!(is_plain_no_backslash(&v[..pos + 1]), slow(&v[..pos + 1]));
+            }
+        }
+    }
+}

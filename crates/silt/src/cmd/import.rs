@@ -1,0 +1,243 @@
+//! `silt import`: readers on one thread, the lake writer on another, a progress bar, a summary.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::record_batch::RecordBatch;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use silt_core::{Emit, ReadOptions, Reject, TableName};
+use silt_lake::{ImportSummary, LakeWriter, WriterConfig};
+use silt_readers::source::{self, Input};
+use silt_readers::Format;
+
+use crate::cli::{ImportArgs, ImportFormat, WriteOpts};
+
+/// What the reader thread sends to the writer.
+enum Msg {
+    Batch(TableName, RecordBatch),
+    Reject(Reject),
+    Progress(u64),
+    TableBytes(TableName, u64),
+}
+
+/// An [`Emit`] that forwards to the writer thread over a bounded channel (so a fast reader
+/// cannot run ahead of the writer by more than a few batches: memory stays bounded).
+struct ChannelEmit(SyncSender<Msg>);
+
+impl Emit for ChannelEmit {
+    fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
+        self.0
+            .send(Msg::Batch(table.clone(), batch))
+            .map_err(|_| anyhow::anyhow!("the lake writer stopped"))
+    }
+    fn reject(&mut self, reject: Reject) -> anyhow::Result<()> {
+        self.0
+            .send(Msg::Reject(reject))
+            .map_err(|_| anyhow::anyhow!("the lake writer stopped"))
+    }
+    fn progress(&mut self, bytes: u64) {
+        let _ = self.0.send(Msg::Progress(bytes));
+    }
+    fn table_bytes(&mut self, table: &TableName, bytes: u64) {
+        let _ = self.0.send(Msg::TableBytes(table.clone(), bytes));
+    }
+}
+
+/// Builds the writer configuration from the command-line options.
+pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
+    let cfg = WriterConfig {
+        store: w.store.parse().map_err(anyhow::Error::msg)?,
+        codec: w.codec.parse().map_err(anyhow::Error::msg)?,
+        level: w.level,
+        row_group_bytes: w.row_group_size,
+        page_bytes: w.page_size,
+        partition: w.partition.parse().map_err(anyhow::Error::msg)?,
+        sort: w.sort.clone(),
+        bloom_columns: w.bloom.clone(),
+        bloom_lookup_columns: !w.no_bloom,
+        memory_bytes: w.memory,
+        sort_buffer_bytes: w.sort_buffer,
+        ..WriterConfig::default()
+    };
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    Ok(cfg)
+}
+
+pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
+    let cfg = writer_config(&a.write)?;
+    let inputs = source::expand(&a.inputs)?;
+    let format = match a.format {
+        ImportFormat::Zeek => Some(Format::Zeek),
+        ImportFormat::Suricata => Some(Format::Suricata),
+        ImportFormat::Auto => None,
+    };
+    let show_progress = !a.quiet && std::io::stderr().is_terminal();
+    let summary = import(&inputs, format, &a.lake, cfg, a.batch_rows, show_progress)?;
+    print_summary(&summary, &a.lake);
+    if a.strict && summary.total_rejects() > 0 {
+        eprintln!(
+            "error: {} input lines were rejected and --strict is set (valid rows were imported)",
+            summary.total_rejects()
+        );
+        return Ok(2);
+    }
+    Ok(0)
+}
+
+/// Imports `inputs` into the lake; the library-level entry point that the demo shares.
+pub fn import(
+    inputs: &[Input],
+    format: Option<Format>,
+    lake: &Path,
+    cfg: WriterConfig,
+    batch_rows: usize,
+    show_progress: bool,
+) -> anyhow::Result<ImportSummary> {
+    let mut writer = LakeWriter::new(lake, cfg)?;
+    let total: Option<u64> = inputs.iter().map(Input::size).sum();
+    let counter = Arc::new(AtomicU64::new(0));
+    let bar = progress_bar(show_progress, total);
+
+    let (tx, rx) = sync_channel::<Msg>(32);
+    let reader_inputs = inputs.to_vec();
+    let reader_counter = counter.clone();
+    let opts = ReadOptions { batch_rows };
+    let reader = std::thread::Builder::new()
+        .name("silt-reader".into())
+        .spawn(move || read_all(&reader_inputs, format, &opts, reader_counter, tx))?;
+
+    let write_result = drain(&rx, &mut writer, &bar, &counter);
+    drop(rx);
+    let read_result = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?;
+    bar.finish_and_clear();
+    write_result?;
+    read_result?;
+    writer.finish()
+}
+
+fn progress_bar(show: bool, total: Option<u64>) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(t) => ProgressBar::new(t).with_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta}) {msg}")
+                .expect("template"),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bytes} read ({bytes_per_sec}) {msg}").expect("template"),
+        ),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn drain(
+    rx: &Receiver<Msg>,
+    w: &mut LakeWriter,
+    bar: &ProgressBar,
+    counter: &AtomicU64,
+) -> anyhow::Result<()> {
+    let mut events = 0u64;
+    let mut rejects = 0u64;
+    for m in rx {
+        match m {
+            Msg::Batch(t, b) => {
+                events += b.num_rows() as u64;
+                w.batch(&t, b)?;
+            }
+            Msg::Reject(r) => {
+                rejects += 1;
+                if rejects <= 5 {
+                    bar.suspend(|| eprintln!("reject: {}:{}: {}", r.source, r.line, r.reason));
+                }
+                w.reject(r)?;
+            }
+            Msg::Progress(n) => w.progress(n),
+            Msg::TableBytes(t, n) => w.table_bytes(&t, n),
+        }
+        bar.set_position(counter.load(Ordering::Relaxed));
+        bar.set_message(format!("{events} events, {rejects} rejects"));
+    }
+    Ok(())
+}
+
+fn read_all(
+    inputs: &[Input],
+    format: Option<Format>,
+    opts: &ReadOptions,
+    counter: Arc<AtomicU64>,
+    tx: SyncSender<Msg>,
+) -> anyhow::Result<()> {
+    let mut out = ChannelEmit(tx);
+    for input in inputs {
+        let info = input.info();
+        let mut r = match input.open(counter.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                out.reject(whole_input_reject(&info.display, format!("{e:#}")))?;
+                continue;
+            }
+        };
+        let fmt = match format {
+            Some(f) => f,
+            None => match silt_readers::detect::sniff(&mut *r)? {
+                Some(f) => f,
+                None if r.fill_buf()?.is_empty() => continue,
+                None => {
+                    // Not a format silt knows: keep the fact as a reject rather than guessing.
+                    let head: Vec<u8> = r.fill_buf()?.iter().take(200).copied().collect();
+                    out.reject(Reject {
+                        source: info.display.clone(),
+                        line: 1,
+                        reason: "cannot detect the format (not Zeek TSV/JSON or Suricata EVE); import it with an explicit format".into(),
+                        raw: head.split(|&c| c == b'\n').next().unwrap_or(&[]).to_vec(),
+                        table: None,
+                    })?;
+                    continue;
+                }
+            },
+        };
+        if let Err(e) = silt_readers::read(fmt, &mut *r, &info, opts, &mut out) {
+            if out.0.send(Msg::Progress(0)).is_err() {
+                // The writer is gone; its error is the one to report.
+                return Err(e);
+            }
+            // The input broke off (corrupt gzip, I/O error): what was read is kept, the
+            // failure is recorded as a reject of that input, and the other inputs go on.
+            out.reject(whole_input_reject(
+                &info.display,
+                format!("stopped reading: {e:#}"),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+fn whole_input_reject(source: &str, reason: String) -> Reject {
+    Reject {
+        source: source.to_string(),
+        line: 0,
+        reason,
+        raw: Vec::new(),
+        table: None,
+    }
+}
+
+/// Prints the per-table summary and where rejects went.
+pub fn print_summary(s: &ImportSummary, lake: &Path) {
+    println!("{s}");
+    if let Some(p) = &s.rejects_file {
+        println!("rejected lines kept in {}", p.display());
+    }
+    if s.total_events() > 0 {
+        println!("lake: {}", lake.display());
+    }
+}

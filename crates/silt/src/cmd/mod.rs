@@ -1,0 +1,22 @@
+//! One module per subcommand.
+
+pub mod demo;
+pub mod generate;
+pub mod import;
+pub mod inspect;
+pub mod query;
+pub mod tables;
+
+use crate::cli::{Cli, Command};
+
+/// Runs a command; returns the process exit status.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Import(a) => import::run(a),
+        Command::Query(a) => query::run(a),
+        Command::Tables(a) => tables::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Generate(a) => generate::run(a),
+    }
+}

@@ -1,0 +1,50 @@
+//! Parsing sizes given on the command line: `33554432`, `32MiB`, `32M`, `1.5GB`, `512k`.
+
+/// Parses a byte size; binary (`KiB`, `MiB`, `GiB`) and decimal (`kB`, `MB`, `GB`) suffixes,
+/// a bare `k`/`M`/`G` meaning binary.
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size: use e.g. 33554432, 32MiB, 64MB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "mb" => 1e6,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "gb" => 1e9,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {s:?}: use B, KiB, MiB, GiB, kB, MB or GB"
+            ))
+        }
+    };
+    let v = n * mult;
+    if !(v >= 1.0 && v < 1e15) {
+        return Err(format!("size {s:?} is out of range"));
+    }
+    Ok(v as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert_eq!(parse_bytes("32MiB"), Ok(32 << 20));
+        assert_eq!(parse_bytes("32M"), Ok(32 << 20));
+        assert_eq!(parse_bytes("64MB"), Ok(64_000_000));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(1536 << 20));
+        assert!(parse_bytes("abc").is_err());
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("5 parsecs").is_err());
+    }
+}

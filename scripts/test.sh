@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust unit, corpus and SQL golden tests, then the cross-checks against
+# DuckDB (installed into a private virtualenv from PyPI by scripts/pyenv.sh).
+# Real test data is read from ../shared/corpus (or $SILT_CORPUS); tests skip with a message
+# when it is absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+echo "== formatting and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== cargo test"
+cargo test --workspace
+
+echo "== cross-checks with DuckDB"
+PY="$(scripts/pyenv.sh)"
+cargo build -p silt
+SILT="$CARGO_TARGET_DIR/debug/silt" "$PY" tests/crosscheck.py
