@@ -128,7 +128,7 @@ fn inspect_parquet(path: &Path) -> anyhow::Result<Value> {
 
 fn render_stat(s: &Statistics, d: &ColumnDescriptor, min: bool) -> Option<String> {
     let ts_unit = match d.logical_type_ref() {
-        Some(LogicalType::Timestamp(t)) => Some(t.unit.clone()),
+        Some(LogicalType::Timestamp(t)) => Some(t.unit),
         _ => None,
     };
     Some(match s {
@@ -253,17 +253,8 @@ pub fn render_text(v: &Value) -> String {
         );
         let _ = writeln!(
             s,
-            "  {:<28} {:<10} {:<7} {:>10} {:>10} {:>7} {:<26} {:<26} {:<5} {}",
-            "column",
-            "type",
-            "codec",
-            "compressed",
-            "raw",
-            "nulls",
-            "min",
-            "max",
-            "bloom",
-            "encodings"
+            "  {:<28} {:<10} {:<7} {:>10} {:>10} {:>7} {:<26} {:<26} {:<5} encodings",
+            "column", "type", "codec", "compressed", "raw", "nulls", "min", "max", "bloom",
         );
         for c in g["columns"].as_array().into_iter().flatten() {
             let enc: Vec<&str> = c["encodings"]

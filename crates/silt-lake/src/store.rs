@@ -19,7 +19,9 @@ use parquet::arrow::arrow_writer::{
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{BrotliLevel, Compression, Encoding, GzipLevel, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder, WriterVersion};
+use parquet::file::properties::{
+    EnabledStatistics, WriterProperties, WriterPropertiesBuilder, WriterVersion,
+};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
@@ -458,7 +460,11 @@ fn high_cardinality_leaves(batch: &RecordBatch) -> Vec<Vec<String>> {
             }
             DataType::Utf8 => {
                 let s = a.as_string::<i32>();
-                (0..n).filter(|&i| s.is_valid(i)).map(|i| s.value(i)).collect::<HashSet<_>>().len()
+                (0..n)
+                    .filter(|&i| s.is_valid(i))
+                    .map(|i| s.value(i))
+                    .collect::<HashSet<_>>()
+                    .len()
             }
             DataType::Int64 | DataType::UInt64 | DataType::Float64 => {
                 let d = a.to_data();

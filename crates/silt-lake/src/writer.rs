@@ -342,8 +342,21 @@ impl LakeWriter {
             (Some(rows), Some(w)) => partition_point(0, emit, |j| rows.row(j) < w.row()),
             _ => 0,
         };
-        let late = (start > 0).then(|| chunk.slice(0, start));
-        debug_assert!(!(catch_all && late.is_some()), "the catch-all tier has no open file");
+        // Late rows are copied out of the chunk: a slice would keep the whole chunk's buffers
+        // alive and count as their full size against the late buffer's budget.
+        let late = if start > 0 {
+            // (`take` copies; `concat_batches` of a single slice would not.)
+            Some(take_record_batch(
+                &chunk,
+                &UInt32Array::from_iter_values(0..start as u32),
+            )?)
+        } else {
+            None
+        };
+        debug_assert!(
+            !(catch_all && late.is_some()),
+            "the catch-all tier has no open file"
+        );
         if start < emit {
             let part = chunk.slice(start, emit - start);
             let last_key = rows.as_ref().map(|r| r.row(emit - 1).owned());

@@ -424,7 +424,7 @@ async fn scalar_to_list_and_conflicts_to_json_text() {
             "SELECT vlan, answers, tx.id FROM suricata.dns ORDER BY timestamp",
         )
         .await;
-        let want = "vlan,answers,suricata.dns.tx[id]\n\
+        let want = "vlan,answers,tx.id\n\
                     [100],\"{\"\"rrname\"\":\"\"a.example\"\"}\",[7]\n\
                     ,\"{\"\"rrname\"\":\"\"b.example\"\"}\",[8]\n\
                     \"[200,300]\",c.example,[9]\n";

@@ -258,13 +258,15 @@ impl<'a> EveReader<'a> {
         let Some(b) = self.tables.get_mut(table) else {
             return Ok(());
         };
-        self.buffered_bytes -= b.bytes().min(self.buffered_bytes);
+        let line_bytes = b.bytes();
+        self.buffered_bytes -= line_bytes.min(self.buffered_bytes);
         let hints = &self.hints;
         let finish = |s: Schema| finish_schema(table, hints, s);
         let batch = b
             .flush(&finish)
             .with_context(|| format!("{}: building a batch for {table}", self.source.display))?;
         if let Some(batch) = batch {
+            out.table_bytes(table, line_bytes as u64);
             out.batch(table, batch)?;
         }
         Ok(())

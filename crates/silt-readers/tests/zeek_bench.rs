@@ -1,6 +1,7 @@
 //! Throughput of the Zeek TSV reader on a synthetic 2M-record conn.log (about 240 MB, the size
 //! of the import benchmark). Ignored by default; run with
-//! `cargo test --release -p silt-readers --test zeek_bench -- --ignored --nocapture`.
+//! `cargo test --release -p silt-readers --test zeek_bench -- --ignored --nocapture`
+//! (`ZEEK_BENCH_RECORDS=n` changes the size; `ZEEK_BENCH_FILE=conn.log` times a real file).
 
 use std::time::Instant;
 
@@ -103,7 +104,17 @@ fn conn_log_throughput() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000_000);
-    let data = synthetic_conn_log(records);
+    let (data, records) = match std::env::var_os("ZEEK_BENCH_FILE") {
+        Some(f) => {
+            let data = std::fs::read(f).unwrap();
+            let n = data
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty() && !l.starts_with(b"#"))
+                .count();
+            (data, n)
+        }
+        None => (synthetic_conn_log(records), records),
+    };
     let src = SourceInfo {
         display: "conn.log".into(),
         file_name: Some("conn.log".into()),

@@ -372,7 +372,8 @@ fn tsv_escapes_from_zeeks_own_tests() {
     assert_eq!(r["a"], s("1.2.3.4"));
     assert_eq!(r["d"], Cell::F(3.14));
     assert_eq!(r["t"], Cell::Null);
-    assert_eq!(r["iv"], Cell::F(100.0));
+    // interval 100.0 s, kept exactly as 100_000_000 µs (Decimal128(18, 6) seconds)
+    assert_eq!(r["iv"], Cell::I(100_000_000));
     assert_eq!(
         r["sc"],
         Cell::List(vec![Cell::U(4), Cell::U(2), Cell::U(3), Cell::U(1)])

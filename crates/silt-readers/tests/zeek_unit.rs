@@ -64,7 +64,7 @@ fn every_zeek_type() {
         ("i", DataType::Int64),
         ("d", DataType::Float64),
         ("t", ts.clone()),
-        ("iv", DataType::Float64),
+        ("iv", DataType::Decimal128(18, 6)),
         ("s", DataType::Utf8),
         ("e", DataType::Utf8),
         ("a", DataType::Utf8),
@@ -76,7 +76,7 @@ fn every_zeek_type() {
         ("sa", item(DataType::Utf8)),
         ("vc", item(DataType::UInt64)),
         ("tb", item(DataType::Utf8)),
-        ("vi", item(DataType::Float64)),
+        ("vi", item(DataType::Decimal128(18, 6))),
         ("ss", item(DataType::Utf8)),
     ];
     for (n, ty) in &want {
@@ -108,7 +108,7 @@ fn every_zeek_type() {
     assert_eq!(r0["i"], Cell::I(i64::MIN));
     assert_eq!(r0["d"], Cell::F(-1500.0));
     assert_eq!(r0["t"], Cell::Ts(1_521_911_721_123_456));
-    assert_eq!(r0["iv"], Cell::F(0.000431));
+    assert_eq!(r0["iv"], Cell::I(431), "intervals are exact microseconds");
     assert_eq!(r0["s"], s("a b"));
     assert_eq!(r0["e"], s("Conn::LOG"));
     assert_eq!(r0["a"], s("2001:db8::1"));
@@ -120,7 +120,7 @@ fn every_zeek_type() {
     assert_eq!(r0["sa"], list(vec![s("10.0.0.1"), s("::1")]));
     assert_eq!(r0["vc"], list(vec![Cell::U(1), Cell::U(2), Cell::U(3)]));
     assert_eq!(r0["tb"], list(vec![s("A"), s("B")]));
-    assert_eq!(r0["vi"], list(vec![Cell::F(0.5), Cell::F(1.0)]));
+    assert_eq!(r0["vi"], list(vec![Cell::I(500_000), Cell::I(1_000_000)]));
     assert_eq!(r0["ss"], list(vec![s("10.0.0.0/8"), s("2001:db8::/32")]));
     let r1 = &r[1];
     assert_eq!(r1["b"], Cell::Bool(false));
@@ -132,7 +132,7 @@ fn every_zeek_type() {
     assert_eq!(r1["tb"], Cell::Null, "- is an unset container");
     assert_eq!(
         r1["vi"],
-        list(vec![Cell::F(1.0), Cell::Null, Cell::F(2.0)]),
+        list(vec![Cell::I(1_000_000), Cell::Null, Cell::I(2_000_000)]),
         "- inside a container"
     );
     assert!(r[2].values().all(|c| *c == Cell::Null));
@@ -478,7 +478,7 @@ XXXXXXXXXX.XXXXXX
     assert_eq!(a["_write_ts"], Cell::Ts(1_521_911_725_396_445));
     assert_eq!(a["id.orig_h"], s("2001:db8::1"));
     assert_eq!(a["id.orig_p"], Cell::U(80));
-    assert_eq!(a["duration"], Cell::F(1.0));
+    assert_eq!(a["duration"], Cell::I(1_000_000)); // 1.0 s as exact microseconds
     assert_eq!(a["local_orig"], Cell::Bool(true));
     assert_eq!(a["tunnel_parents"], list(vec![s("x")]));
     assert_eq!(a["vlan"], Cell::I(-5));

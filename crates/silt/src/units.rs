@@ -26,7 +26,7 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
         }
     };
     let v = n * mult;
-    if !(v >= 1.0 && v < 1e15) {
+    if !(1.0..1e15).contains(&v) {
         return Err(format!("size {s:?} is out of range"));
     }
     Ok(v as usize)

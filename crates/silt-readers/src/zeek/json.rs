@@ -521,9 +521,18 @@ fn push_json(
                 None => return Err(format!("expected a 64-bit integer, got {n}")),
             }
         }
-        (ZType::Double | ZType::Interval, Value::Number(n)) => match n.as_f64() {
+        (ZType::Double, Value::Number(n)) => match n.as_f64() {
             Some(x) => col.push_f64(x),
             None => return Err(format!("expected a number, got {n}")),
+        },
+        // Zeek's JSON writer prints intervals with full double precision; round to the
+        // microsecond as its TSV writer does (`%.6f`), so both forms store the same value.
+        (ZType::Interval, Value::Number(n)) => match n
+            .as_f64()
+            .and_then(silt_core::time::float_seconds_to_micros)
+        {
+            Some(us) => col.push_i64(us),
+            None => return Err(format!("expected an interval in seconds, got {n}")),
         },
         (ZType::Port, Value::Number(n)) => match n.as_u64().filter(|&p| p <= 65535) {
             Some(p) => col.push_u16(p as u16),

@@ -551,18 +551,16 @@ fn push_scalar(
             Some(v) => col.push_i64(v),
             None => return Err(invalid("int", f)),
         },
-        ZType::Double | ZType::Interval => match fast_f64(f).or_else(|| parse_f64(f)) {
+        ZType::Double => match fast_f64(f).or_else(|| parse_f64(f)) {
             Some(v) => col.push_f64(v),
-            None => {
-                return Err(invalid(
-                    if *t == ZType::Double {
-                        "double"
-                    } else {
-                        "interval"
-                    },
-                    f,
-                ))
-            }
+            None => return Err(invalid("double", f)),
+        },
+        ZType::Interval => match std::str::from_utf8(f)
+            .ok()
+            .and_then(silt_core::time::parse_epoch_seconds)
+        {
+            Some(us) => col.push_i64(us),
+            None => return Err(invalid("interval", f)),
         },
         ZType::Time => {
             if f.first() == Some(&b'X') && f == CANONIFIED_TS {

@@ -1,7 +1,7 @@
 //! Zeek types, their Arrow representation, and the column builders both Zeek readers fill.
 //!
 //! Mapping (fixed for silt, see `docs/zeek.md`): bool -> Boolean, count -> UInt64, int -> Int64,
-//! double -> Float64, time -> Timestamp(us, UTC), interval -> Float64 seconds,
+//! double -> Float64, time -> Timestamp(us, UTC), interval -> Decimal128(18, 6) seconds,
 //! string/enum/file/pattern/func -> Utf8, addr/subnet -> Utf8 (canonical text), port -> UInt16,
 //! set[T]/vector[T]/table[T] -> List<T> (item field `item`). Every field is nullable and carries
 //! its Zeek type string in the field metadata `silt.source_type`.
@@ -15,14 +15,18 @@
 //!
 //! This module touches nothing but the values handed to it.
 
+/// Precision and scale of interval columns: seconds with Zeek's six decimals.
+pub const INTERVAL_PRECISION: u8 = 18;
+pub const INTERVAL_SCALE: i8 = 6;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::builder::{BooleanBufferBuilder, NullBufferBuilder};
 use arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, NullArray, RecordBatch,
-    RecordBatchOptions, StringArray, StructArray, TimestampMicrosecondArray, UInt16Array,
-    UInt64Array,
+    ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, ListArray, NullArray,
+    RecordBatch, RecordBatchOptions, StringArray, StructArray, TimestampMicrosecondArray,
+    UInt16Array, UInt64Array,
 };
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
@@ -90,7 +94,11 @@ impl ZType {
             ZType::Bool => DataType::Boolean,
             ZType::Count => DataType::UInt64,
             ZType::Int => DataType::Int64,
-            ZType::Double | ZType::Interval => DataType::Float64,
+            ZType::Double => DataType::Float64,
+            // Exact: Zeek writes intervals with six decimals; DECIMAL(18,6) keeps them exactly, is
+            // read as a decimal by DuckDB, Spark, Trino and Athena, and stores as INT64 (half the
+            // size of a double's noisy mantissa after compression).
+            ZType::Interval => DataType::Decimal128(INTERVAL_PRECISION, INTERVAL_SCALE),
             ZType::Time => silt_core::time::timestamp_type(),
             ZType::String | ZType::Addr | ZType::Subnet => DataType::Utf8,
             ZType::Port => DataType::UInt16,
@@ -132,9 +140,17 @@ enum Data {
     I64(Vec<i64>),
     F64(Vec<f64>),
     Ts(Vec<i64>),
+    /// Interval in microseconds (Decimal128(18, 6) seconds).
+    Dec(Vec<i64>),
     U16(Vec<u16>),
-    Str { offsets: Vec<i32>, bytes: Vec<u8> },
-    List { offsets: Vec<i32>, item: Box<Col> },
+    Str {
+        offsets: Vec<i32>,
+        bytes: Vec<u8>,
+    },
+    List {
+        offsets: Vec<i32>,
+        item: Box<Col>,
+    },
     Null,
 }
 
@@ -145,7 +161,8 @@ impl Col {
             ZType::Bool => Data::Bool(BooleanBufferBuilder::new(capacity)),
             ZType::Count => Data::U64(Vec::with_capacity(capacity)),
             ZType::Int => Data::I64(Vec::with_capacity(capacity)),
-            ZType::Double | ZType::Interval => Data::F64(Vec::with_capacity(capacity)),
+            ZType::Double => Data::F64(Vec::with_capacity(capacity)),
+            ZType::Interval => Data::Dec(Vec::with_capacity(capacity)),
             ZType::Time => Data::Ts(Vec::with_capacity(capacity)),
             ZType::Port => Data::U16(Vec::with_capacity(capacity)),
             ZType::String | ZType::Addr | ZType::Subnet => {
@@ -194,7 +211,7 @@ impl Col {
         match &mut self.data {
             Data::Bool(v) => v.truncate(len),
             Data::U64(v) => v.truncate(len),
-            Data::I64(v) | Data::Ts(v) => v.truncate(len),
+            Data::I64(v) | Data::Ts(v) | Data::Dec(v) => v.truncate(len),
             Data::F64(v) => v.truncate(len),
             Data::U16(v) => v.truncate(len),
             Data::Str { offsets, bytes } => {
@@ -216,7 +233,7 @@ impl Col {
         match &mut self.data {
             Data::Bool(v) => v.append(false),
             Data::U64(v) => v.push(0),
-            Data::I64(v) | Data::Ts(v) => v.push(0),
+            Data::I64(v) | Data::Ts(v) | Data::Dec(v) => v.push(0),
             Data::F64(v) => v.push(0.0),
             Data::U16(v) => v.push(0),
             Data::Str { offsets, bytes } => offsets.push(bytes.len() as i32),
@@ -248,7 +265,7 @@ impl Col {
     #[inline(always)]
     pub fn push_i64(&mut self, x: i64) {
         match &mut self.data {
-            Data::I64(v) | Data::Ts(v) => {
+            Data::I64(v) | Data::Ts(v) | Data::Dec(v) => {
                 v.push(x);
                 self.nulls.append_non_null();
             }
@@ -360,6 +377,14 @@ impl Col {
             (Data::Bool(v), _) => Arc::new(BooleanArray::new(v.finish(), nulls)),
             (Data::U64(v), _) => Arc::new(UInt64Array::new(ScalarBuffer::from(take(v)), nulls)),
             (Data::I64(v), _) => Arc::new(Int64Array::new(ScalarBuffer::from(take(v)), nulls)),
+            (Data::Dec(v), _) => {
+                let values: Vec<i128> = take(v).into_iter().map(i128::from).collect();
+                Arc::new(
+                    Decimal128Array::new(ScalarBuffer::from(values), nulls)
+                        .with_precision_and_scale(INTERVAL_PRECISION, INTERVAL_SCALE)
+                        .expect("valid decimal precision and scale"),
+                )
+            }
             (Data::Ts(v), _) => Arc::new(
                 TimestampMicrosecondArray::new(ScalarBuffer::from(take(v)), nulls)
                     .with_timezone("UTC"),
@@ -521,7 +546,9 @@ fn is_canonical_ipv4(s: &[u8]) -> bool {
     i == n
 }
 
-/// Parses unsigned decimal digits (no sign, no spaces).
+/// Parses unsigned decimal digits (no sign, no spaces). Hand-written rather than
+/// `str::parse` because the field is raw bytes (no UTF-8 check needed) and this runs for most
+/// fields of every TSV row.
 #[inline(always)]
 pub fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 {

@@ -132,6 +132,11 @@ pub fn cell(a: &ArrayRef, i: usize) -> Cell {
         }
         DataType::Int64 => Cell::I(a.as_primitive::<arrow::datatypes::Int64Type>().value(i)),
         DataType::Float64 => Cell::F(a.as_primitive::<arrow::datatypes::Float64Type>().value(i)),
+        // Intervals: exact microseconds (Decimal128(18, 6) seconds).
+        DataType::Decimal128(18, 6) => Cell::I(
+            a.as_primitive::<arrow::datatypes::Decimal128Type>()
+                .value(i) as i64,
+        ),
         DataType::Timestamp(TimeUnit::Microsecond, _) => Cell::Ts(
             a.as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
                 .value(i),

@@ -102,7 +102,7 @@ pub fn import(
     let counter = Arc::new(AtomicU64::new(0));
     let bar = progress_bar(show_progress, total);
 
-    let (tx, rx) = sync_channel::<Msg>(32);
+    let (tx, rx) = sync_channel::<Msg>(8);
     let reader_inputs = inputs.to_vec();
     let reader_counter = counter.clone();
     let opts = ReadOptions { batch_rows };
