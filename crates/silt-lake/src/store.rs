@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use arrow::ipc::writer::{FileWriter as IpcFileWriter, IpcWriteOptions};
@@ -523,11 +522,6 @@ pub fn leaf_paths(schema: &Schema) -> Vec<(Vec<String>, DataType)> {
         walk(&mut p, f.data_type(), &mut out);
     }
     out
-}
-
-/// Convenience for tests and tools: the schema as an `Arc`.
-pub fn arc(schema: Schema) -> SchemaRef {
-    Arc::new(schema)
 }
 
 #[cfg(test)]
