@@ -1,6 +1,6 @@
 //! `silt import`: readers on one thread, the lake writer on another, a progress bar, a summary.
 
-use std::io::IsTerminal;
+use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use silt_core::{Emit, ReadOptions, Reject, TableName};
+use silt_core::{Emit, ReadOptions, Reject, SourceInfo, TableName};
 use silt_lake::{ImportSummary, LakeWriter, WriterConfig};
 use silt_readers::source::{self, Input};
 use silt_readers::Format;
@@ -88,10 +88,30 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// How each input is read.
+pub enum ReaderSpec {
+    /// Detect the format of each input from its first bytes (Zeek TSV/JSON, Suricata EVE).
+    Auto,
+    /// One of the formats `silt_readers::read` dispatches.
+    Known(Format),
+    /// Any other reader (PCAP, generic logs, ...): called once per input, with the reader's own
+    /// options captured in the closure. It follows the reader contract of `silt_core::emit`.
+    #[allow(dead_code)] // until the first such reader is wired in
+    Custom(
+        Box<dyn FnMut(&mut dyn BufRead, &SourceInfo, &mut dyn Emit) -> anyhow::Result<()> + Send>,
+    ),
+}
+
+impl From<Option<Format>> for ReaderSpec {
+    fn from(f: Option<Format>) -> Self {
+        f.map_or(ReaderSpec::Auto, ReaderSpec::Known)
+    }
+}
+
 /// Imports `inputs` into the lake; the library-level entry point that the demo shares.
 pub fn import(
     inputs: &[Input],
-    format: Option<Format>,
+    format: impl Into<ReaderSpec>,
     lake: &Path,
     cfg: WriterConfig,
     batch_rows: usize,
@@ -106,6 +126,7 @@ pub fn import(
     let reader_inputs = inputs.to_vec();
     let reader_counter = counter.clone();
     let opts = ReadOptions { batch_rows };
+    let format = format.into();
     let reader = std::thread::Builder::new()
         .name("silt-reader".into())
         .spawn(move || read_all(&reader_inputs, format, &opts, reader_counter, tx))?;
@@ -171,7 +192,7 @@ fn drain(
 
 fn read_all(
     inputs: &[Input],
-    format: Option<Format>,
+    mut format: ReaderSpec,
     opts: &ReadOptions,
     counter: Arc<AtomicU64>,
     tx: SyncSender<Msg>,
@@ -186,10 +207,11 @@ fn read_all(
                 continue;
             }
         };
-        let fmt = match format {
-            Some(f) => f,
-            None => match silt_readers::detect::sniff(&mut *r)? {
-                Some(f) => f,
+        let fmt = match &mut format {
+            ReaderSpec::Known(f) => Some(*f),
+            ReaderSpec::Custom(_) => None,
+            ReaderSpec::Auto => match silt_readers::detect::sniff(&mut *r)? {
+                Some(f) => Some(f),
                 None if r.fill_buf()?.is_empty() => continue,
                 None => {
                     // Not a format silt knows: keep the fact as a reject rather than guessing.
@@ -205,7 +227,12 @@ fn read_all(
                 }
             },
         };
-        if let Err(e) = silt_readers::read(fmt, &mut *r, &info, opts, &mut out) {
+        let result = match (fmt, &mut format) {
+            (Some(fmt), _) => silt_readers::read(fmt, &mut *r, &info, opts, &mut out),
+            (None, ReaderSpec::Custom(read)) => read(&mut *r, &info, &mut out),
+            (None, _) => unreachable!("Auto and Known always choose a Format"),
+        };
+        if let Err(e) = result {
             if out.0.send(Msg::Progress(0)).is_err() {
                 // The writer is gone; its error is the one to report.
                 return Err(e);
