@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit, corpus and SQL golden tests, then the cross-checks against
-# DuckDB (installed into a private virtualenv from PyPI by scripts/pyenv.sh).
+# DuckDB (installed into a private virtualenv from PyPI by scripts/pyenv.sh). tshark and chromium
+# (independent references for PCAP counts and report rendering) come from scripts/apt-deps.sh.
 # Real test data is read from ../shared/corpus (or $SILT_CORPUS); tests skip with a message
 # when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+echo "== reference tools (tshark, chromium) from Debian, if missing"
+scripts/apt-deps.sh
 
 echo "== formatting and lints"
 cargo fmt --all -- --check
