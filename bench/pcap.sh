@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# PCAP import benchmark: silt (packets and flows) vs tshark -T fields, in one run.
+# Builds silt in release mode, generates a 200 MB and a 2 GiB trace with `silt generate pcap`
+# into bench/out/ (git-ignored), imports each, times tshark on the same bytes (a prefix of at
+# most --tshark-max, default 512MB), prints a table and writes bench/out/pcap.{md,csv}.
+# All options go to bench/pcap_bench.py, e.g.:
+#   bench/pcap.sh --sizes 50MB,500MB --tshark-max 0 --tools silt,tshark
+# See docs/benchmarks.md. Needs tshark (scripts/apt-deps.sh) and python3 (standard library only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
+
+if [ -z "${SILT:-}" ]; then
+  echo "== building silt (release)" >&2
+  cargo build --release -q -p silt
+  SILT="$CARGO_TARGET_DIR/release/silt"
+fi
+exec python3 bench/pcap_bench.py --silt "$SILT" "$@"
