@@ -1,0 +1,103 @@
+//! Reading input line by line with a bounded line length, for the line-based formats (NDJSON,
+//! Docker json-file, LTSV, syslog).
+//!
+//! Hand-written instead of `BufRead::read_until` so that one enormous line (a binary file read
+//! by mistake) cannot exhaust memory: a line longer than [`MAX_LINE_BYTES`] is reported as
+//! overlong with only its first bytes kept. Touches nothing but `input`.
+
+use std::io::{self, BufRead};
+
+/// Longer lines are rejected without being held in memory.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// How much of an overlong line is kept in its reject.
+pub const OVERLONG_KEEP: usize = 64 << 10;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One line of input.
+pub struct Line {
+    /// Bytes consumed from the input, terminator included.
+    pub consumed: usize,
+    /// The line exceeded the limit; the buffer holds only its first bytes.
+    pub overlong: bool,
+}
+
+/// Reads lines into a reused buffer, numbering them from 1, stripping `\r\n`/`\n` and a UTF-8
+/// byte-order mark before the first line.
+pub struct Lines<'a> {
+    input: &'a mut dyn BufRead,
+    pub buf: Vec<u8>,
+    pub lineno: u64,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(input: &'a mut dyn BufRead) -> Self {
+        Self {
+            input,
+            buf: Vec::with_capacity(4096),
+            lineno: 0,
+        }
+    }
+
+    /// The next line in `self.buf`; `None` at the end of input.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        self.buf.clear();
+        let mut consumed = 0;
+        let mut overlong = false;
+        loop {
+            let chunk = match self.input.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                if consumed == 0 {
+                    return Ok(None);
+                }
+                break;
+            }
+            let (part, done) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (&chunk[..i], i + 1),
+                None => (chunk, chunk.len()),
+            };
+            let room = MAX_LINE_BYTES.saturating_sub(self.buf.len());
+            if part.len() > room {
+                overlong = true;
+            }
+            self.buf.extend_from_slice(&part[..part.len().min(room)]);
+            let found = done > part.len();
+            self.input.consume(done);
+            consumed += done;
+            if found {
+                break;
+            }
+        }
+        self.lineno += 1;
+        if overlong {
+            self.buf.truncate(OVERLONG_KEEP);
+        } else if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        if self.lineno == 1 && self.buf.starts_with(UTF8_BOM) {
+            self.buf.drain(..UTF8_BOM.len());
+        }
+        Ok(Some(Line { consumed, overlong }))
+    }
+
+    /// The current line is empty or white space.
+    pub fn is_blank(&self) -> bool {
+        self.buf.iter().all(u8::is_ascii_whitespace)
+    }
+}
+
+/// `invalid JSON at column 33: EOF while parsing a string` (serde's own text ends with `at line 1
+/// column 33`; the line number is the reject's, so only the column is kept).
+pub fn json_error_reason(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let loc = format!(" at line {} column {}", e.line(), e.column());
+    match msg.strip_suffix(&loc) {
+        Some(m) => format!("invalid JSON at column {}: {m}", e.column()),
+        None => format!("invalid JSON: {msg}"),
+    }
+}

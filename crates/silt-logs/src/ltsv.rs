@@ -1,0 +1,90 @@
+//! LTSV (Labeled Tab-separated Values, <http://ltsv.org>): `label:value` fields separated by tabs,
+//! one record per line. Labels become columns in first-seen order; values are text, typed per
+//! batch like CSV columns (`sink::retype_text`: integers, numbers, booleans, ISO 8601 times),
+//! and an empty value is null.
+//!
+//! Rejected with the line number: a field without `:`, an empty label, invalid UTF-8, overlong
+//! lines. A label that repeats within a line keeps its last value. Blank lines are skipped.
+//! Touches nothing but `input` and `out`.
+
+use std::io::BufRead;
+
+use anyhow::Context;
+use silt_core::{Emit, ReadOptions, SourceInfo};
+use silt_readers::json::Value;
+
+use crate::lines::{Lines, MAX_LINE_BYTES};
+use crate::sink::Sink;
+use crate::{LogFormat, LogOptions};
+
+pub fn read(
+    input: &mut dyn BufRead,
+    source: &SourceInfo,
+    ro: &ReadOptions,
+    lo: &LogOptions,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
+    let table = lo.table_for(LogFormat::Ltsv, source);
+    let mut sink = Sink::new(source, table, ro, lo, true, None)?;
+    let res = read_lines(input, source, &mut sink, out);
+    let fin = sink.finish(out);
+    res.and(fin.map(|_| ()))
+}
+
+/// Parses one LTSV line into an object.
+pub fn parse_line(line: &str) -> Result<Value, String> {
+    let mut o: Vec<(String, Value)> = Vec::new();
+    for (i, field) in line.split('\t').enumerate() {
+        let Some((k, v)) = field.split_once(':') else {
+            return Err(format!("field {} has no ':' (label:value)", i + 1));
+        };
+        if k.is_empty() {
+            return Err(format!("field {} has an empty label", i + 1));
+        }
+        match o.iter_mut().find(|(name, _)| name == k) {
+            Some(e) => e.1 = Value::Str(v.to_string()),
+            None => o.push((k.to_string(), Value::Str(v.to_string()))),
+        }
+    }
+    Ok(Value::Object(o))
+}
+
+fn read_lines(
+    input: &mut dyn BufRead,
+    source: &SourceInfo,
+    sink: &mut Sink,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
+    let mut lines = Lines::new(input);
+    while let Some(l) = lines
+        .next_line()
+        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
+    {
+        out.progress(l.consumed as u64);
+        let n = lines.lineno;
+        if l.overlong {
+            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
+            sink.reject(out, n, reason, lines.buf.clone())?;
+            continue;
+        }
+        if lines.is_blank() {
+            continue;
+        }
+        let text = match std::str::from_utf8(&lines.buf) {
+            Ok(t) => t,
+            Err(e) => {
+                let reason = format!("invalid UTF-8 at byte {}", e.valid_up_to());
+                sink.reject(out, n, reason, lines.buf.clone())?;
+                continue;
+            }
+        };
+        match parse_line(text) {
+            Ok(v) => {
+                let buf = &lines.buf;
+                sink.push(v, n, &|| buf.clone(), buf.len(), out)?;
+            }
+            Err(reason) => sink.reject(out, n, reason, lines.buf.clone())?,
+        }
+    }
+    Ok(())
+}

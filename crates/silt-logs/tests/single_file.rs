@@ -1,0 +1,119 @@
+//! `silt_lake::single::SingleFileWriter` (the writer of `silt convert`): one sorted file in bounded
+//! memory (spilled runs merged), schema changes unified, Feather output.
+
+mod common;
+
+use std::io::BufReader;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+use silt_core::{ReadOptions, SourceInfo};
+use silt_lake::single::SingleFileWriter;
+use silt_lake::{StoreKind, WriterConfig};
+use silt_logs::{LogFormat, LogOptions};
+
+/// `n` NDJSON records with times in a scrambled order; from record `n/2` on they have a new field.
+fn scrambled(n: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        // A permutation of 0..n (n is a power of two, the multiplier odd).
+        let k = (i * 40_503 + 17) % n;
+        let extra = if i >= n / 2 {
+            format!(",\"later\":\"x{i}\"")
+        } else {
+            String::new()
+        };
+        out.extend_from_slice(
+            format!(
+                "{{\"ts\":{},\"k\":{k},\"pad\":\"{}\"{extra}}}\n",
+                1_700_000_000_000i64 + k as i64,
+                "p".repeat(40)
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+fn convert_with(
+    cfg: WriterConfig,
+    name: &str,
+    bytes: &[u8],
+) -> (std::path::PathBuf, usize, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let mut w = SingleFileWriter::new(&path, cfg, dir.path()).unwrap();
+    let lo = LogOptions {
+        time_unit: Some(silt_logs::TimeUnit::Millis),
+        ..LogOptions::default()
+    };
+    let ro = ReadOptions { batch_rows: 4096 };
+    silt_logs::read(
+        LogFormat::Json,
+        &mut BufReader::new(bytes),
+        &SourceInfo::stdin(),
+        &ro,
+        &lo,
+        &mut w,
+    )
+    .unwrap();
+    let s = w.finish().unwrap();
+    assert_eq!(s.rejects, 0);
+    // Only the output is left: no temporary run files.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [name], "{names:?}");
+    (path, s.runs, dir)
+}
+
+#[test]
+fn spilled_runs_merge_into_one_sorted_file() {
+    let n = 1u64 << 16;
+    let bytes = scrambled(n);
+    let cfg = WriterConfig {
+        memory_bytes: 3 << 20, // 1 MiB buffer: several runs
+        ..WriterConfig::default()
+    };
+    let (path, runs, _dir) = convert_with(cfg, "out.parquet", &bytes);
+    assert!(runs >= 3, "runs: {runs}");
+    let b = common::read_parquet(&path);
+    assert_eq!(b.num_rows() as u64, n);
+    let ts = b
+        .column_by_name("ts")
+        .unwrap()
+        .as_primitive::<TimestampMicrosecondType>();
+    let k = b.column_by_name("k").unwrap().as_primitive::<Int64Type>();
+    for i in 0..b.num_rows() {
+        // Sorted by time, and every k appears exactly once (k = position after sorting).
+        assert_eq!(k.value(i), i as i64);
+        assert_eq!(ts.value(i), (1_700_000_000_000 + i as i64) * 1000);
+    }
+    // The field that appeared half way is in the file, null where it was absent.
+    let later = b.column_by_name("later").unwrap().as_string::<i32>();
+    assert_eq!(later.null_count() as u64, n / 2);
+}
+
+#[test]
+fn in_memory_and_feather() {
+    let bytes = scrambled(1 << 10);
+    let cfg = WriterConfig {
+        store: StoreKind::Feather,
+        codec: silt_lake::Codec::Lz4,
+        ..WriterConfig::default()
+    };
+    let (path, runs, _dir) = convert_with(cfg, "out.feather", &bytes);
+    assert_eq!(runs, 0);
+    let f = std::fs::File::open(&path).unwrap();
+    let r = arrow::ipc::reader::FileReader::try_new(f, None).unwrap();
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 1 << 10);
+    let first = batches[0]
+        .column_by_name("k")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    assert_eq!(first.value(0), 0);
+    assert_eq!(first.value(1), 1);
+}
