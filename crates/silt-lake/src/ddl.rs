@@ -1,0 +1,471 @@
+//! `silt ddl`: a CREATE statement that lets Athena, Trino, Spark or DuckDB read a lake table in
+//! place.
+//!
+//! [`table_layout`] reads what the statement needs from the lake: the table's Arrow schema
+//! (from every file's footer, unified with [`silt_core::schema::unify_schemas`] when files
+//! differ), its partitioning (from the directory layout) and its first and last `dt=` value.
+//! [`create_statement`] renders the statement for a dialect; it is a pure function of the layout
+//! and the options, so the golden tests pin it down exactly. Rules (see docs/ddl.md):
+//!
+//! - name: `zeek.conn` becomes `zeek_conn` (a dot would read as `schema.table`), unless
+//!   `--name [schema.]table` says otherwise; every identifier is quoted (backticks for
+//!   Athena/Spark, double quotes for Trino/DuckDB);
+//! - partition columns: `dt` string and `hour` int (Hive parses `hour=07` as 7; Athena's integer
+//!   projection with 2 digits maps 7 back to `hour=07`); `__HIVE_DEFAULT_PARTITION__` is null;
+//! - unsigned integers map to the next wider signed type, UInt64 to decimal(20,0) (what Spark
+//!   itself infers for Parquet's unsigned types);
+//! - Feather (Arrow IPC) tables: none of the four engines reads Arrow IPC files as a table, so
+//!   every dialect refuses them with a message.
+//!
+//! This module only reads the lake directory (footers and directory names).
+
+use std::fmt::Write;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::Context;
+use arrow::datatypes::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use silt_core::TableName;
+
+use crate::catalog;
+use crate::config::{Partitioning, StoreKind};
+use crate::layout::{self, NULL_PARTITION};
+
+/// The SQL dialect of the statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Amazon Athena (Hive DDL, with partition projection).
+    Athena,
+    /// Trino's Hive connector.
+    Trino,
+    /// Spark SQL (a data source table, `USING PARQUET`).
+    Spark,
+    /// DuckDB (a view over `read_parquet`).
+    DuckDb,
+}
+
+impl FromStr for Dialect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "athena" => Ok(Dialect::Athena),
+            "trino" | "presto" => Ok(Dialect::Trino),
+            "spark" => Ok(Dialect::Spark),
+            "duckdb" => Ok(Dialect::DuckDb),
+            _ => Err(format!(
+                "unknown dialect {s:?}: use athena, trino, spark or duckdb"
+            )),
+        }
+    }
+}
+
+/// What the statement is built from: a table as it lies in the lake.
+#[derive(Debug, Clone)]
+pub struct TableLayout {
+    pub table: TableName,
+    /// The table's columns (unified over its files), without partition columns.
+    pub schema: Schema,
+    pub partitioning: Partitioning,
+    /// The files' format (Feather when any file is Arrow IPC).
+    pub store: StoreKind,
+    /// First and last `dt=` directory value (the null partition left out).
+    pub dt_range: Option<(String, String)>,
+    /// Absolute path of the lake directory.
+    pub lake: PathBuf,
+}
+
+/// Options of `silt ddl`.
+#[derive(Debug, Clone)]
+pub struct DdlOptions {
+    pub dialect: Dialect,
+    /// Where the lake's root directory is for the engine (`s3://bucket/prefix`); the table is
+    /// `<location>/<module>.<type>/`. Default: the local lake as `file://` (Trino, Spark) or a
+    /// path (DuckDB). Athena needs it.
+    pub location: Option<String>,
+    /// Table name, optionally qualified (`security.zeek_conn`); default `module_type`.
+    pub name: Option<String>,
+}
+
+/// Reads a table's schema, partitioning and date range from the lake.
+pub fn table_layout(lake: &Path, table: &TableName) -> anyhow::Result<TableLayout> {
+    let lake = std::fs::canonicalize(lake)
+        .with_context(|| format!("cannot open lake {}", lake.display()))?;
+    let dir = lake.join(table.to_string());
+    let files = catalog::data_files(&dir)?;
+    anyhow::ensure!(
+        !files.is_empty(),
+        "table {table} has no data files in {} (tables: {})",
+        lake.display(),
+        catalog::tables(&lake)?
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut schema: Option<Schema> = None;
+    let mut store = StoreKind::Parquet;
+    for f in &files {
+        let s = match f.store {
+            StoreKind::Parquet => {
+                let md =
+                    ArrowReaderMetadata::load(&File::open(&f.path)?, ArrowReaderOptions::default())
+                        .with_context(|| {
+                            format!("{} is not a readable Parquet file", f.path.display())
+                        })?;
+                md.schema().as_ref().clone()
+            }
+            StoreKind::Feather => {
+                store = StoreKind::Feather;
+                let r = arrow::ipc::reader::FileReader::try_new(File::open(&f.path)?, None)
+                    .with_context(|| {
+                        format!("{} is not a readable Arrow IPC file", f.path.display())
+                    })?;
+                r.schema().as_ref().clone()
+            }
+        };
+        schema = Some(match schema {
+            None => s,
+            Some(prev) if prev.fields() == s.fields() => prev,
+            Some(prev) => silt_core::schema::unify_schemas(&prev, &s),
+        });
+    }
+    let partitioning = layout::existing_partitioning(&dir).unwrap_or(Partitioning::None);
+    let mut dts: Vec<String> = Vec::new();
+    if partitioning != Partitioning::None {
+        for e in std::fs::read_dir(&dir)? {
+            let name = e?.file_name().to_string_lossy().into_owned();
+            if let Some(v) = name.strip_prefix("dt=") {
+                if v != NULL_PARTITION {
+                    dts.push(v.to_string());
+                }
+            }
+        }
+    }
+    dts.sort();
+    Ok(TableLayout {
+        table: table.clone(),
+        schema: schema.expect("at least one file"),
+        partitioning,
+        store,
+        dt_range: dts.first().cloned().zip(dts.last().cloned()),
+        lake,
+    })
+}
+
+/// The CREATE statement(s) for a table, ending with a newline.
+pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<String> {
+    let d = o.dialect;
+    anyhow::ensure!(
+        t.store == StoreKind::Parquet,
+        "table {} is stored as Feather (Arrow IPC) files, which {} cannot read as a table; re-import it with --store parquet",
+        t.table,
+        match d {
+            Dialect::Athena => "Athena",
+            Dialect::Trino => "Trino",
+            Dialect::Spark => "Spark",
+            Dialect::DuckDb => "DuckDB",
+        }
+    );
+    let parts: &[(&str, PartType)] = match t.partitioning {
+        Partitioning::Hour => &[("dt", PartType::Str), ("hour", PartType::Int)],
+        Partitioning::Day => &[("dt", PartType::Str)],
+        Partitioning::None => &[],
+    };
+    for (p, _) in parts {
+        if let Some(f) = t
+            .schema
+            .fields()
+            .iter()
+            .find(|f| f.name().eq_ignore_ascii_case(p))
+        {
+            anyhow::bail!(
+                "table {} has a column {:?} that collides with its partition column {p}; rename the column on import",
+                t.table,
+                f.name()
+            );
+        }
+    }
+    let name = o
+        .name
+        .clone()
+        .unwrap_or_else(|| t.table.to_string().replace('.', "_"));
+    let qname = name
+        .split('.')
+        .map(|n| quote(n, d))
+        .collect::<Vec<_>>()
+        .join(".");
+    let table_dir = t.table.to_string();
+    let location = match (&o.location, d) {
+        (Some(l), _) => format!("{}/{table_dir}", l.trim_end_matches('/')),
+        (None, Dialect::Athena) => anyhow::bail!(
+            "Athena reads from S3: give the lake's S3 location with --location s3://bucket/prefix"
+        ),
+        (None, Dialect::DuckDb) => t.lake.join(&table_dir).display().to_string(),
+        (None, _) => format!("file://{}", t.lake.join(&table_dir).display()),
+    };
+
+    let mut cols = Vec::new();
+    for f in t.schema.fields() {
+        cols.push(format!("  {} {}", quote(f.name(), d), sql_type(f, d)?));
+    }
+    let mut s = String::new();
+    match d {
+        Dialect::Athena => {
+            let _ = writeln!(s, "CREATE EXTERNAL TABLE IF NOT EXISTS {qname} (");
+            let _ = writeln!(s, "{}", cols.join(",\n"));
+            let _ = writeln!(s, ")");
+            if !parts.is_empty() {
+                let p: Vec<String> = parts
+                    .iter()
+                    .map(|(n, ty)| format!("{} {}", quote(n, d), ty.name(d)))
+                    .collect();
+                let _ = writeln!(s, "PARTITIONED BY ({})", p.join(", "));
+            }
+            let _ = writeln!(s, "STORED AS PARQUET");
+            let _ = writeln!(s, "LOCATION {}", literal(&format!("{location}/")));
+            if parts.is_empty() {
+                s.push_str(";\n");
+                return Ok(s);
+            }
+            let (first, last) = t.dt_range.clone().unwrap_or_else(|| {
+                // No dated partition yet: a range that starts today and follows the clock.
+                (
+                    chrono::Utc::now().format("%Y-%m-%d").to_string(),
+                    "NOW".into(),
+                )
+            });
+            let mut props: Vec<(String, String)> = vec![
+                ("projection.enabled".into(), "true".into()),
+                ("projection.dt.type".into(), "date".into()),
+                ("projection.dt.format".into(), "yyyy-MM-dd".into()),
+                ("projection.dt.range".into(), format!("{first},{last}")),
+                ("projection.dt.interval".into(), "1".into()),
+                ("projection.dt.interval.unit".into(), "DAYS".into()),
+            ];
+            let mut template = format!("{location}/dt=${{dt}}/");
+            if t.partitioning == Partitioning::Hour {
+                props.extend([
+                    ("projection.hour.type".into(), "integer".into()),
+                    ("projection.hour.range".into(), "0,23".into()),
+                    ("projection.hour.digits".into(), "2".into()),
+                ]);
+                template.push_str("hour=${hour}/");
+            }
+            props.push(("storage.location.template".into(), template));
+            let _ = writeln!(s, "TBLPROPERTIES (");
+            let p: Vec<String> = props
+                .iter()
+                .map(|(k, v)| format!("  {} = {}", literal(k), literal(v)))
+                .collect();
+            let _ = writeln!(s, "{}", p.join(",\n"));
+            s.push_str(");\n");
+        }
+        Dialect::Trino => {
+            for (n, ty) in parts {
+                cols.push(format!("  {} {}", quote(n, d), ty.name(d)));
+            }
+            let _ = writeln!(s, "CREATE TABLE IF NOT EXISTS {qname} (");
+            let _ = writeln!(s, "{}", cols.join(",\n"));
+            let _ = writeln!(s, ")");
+            let _ = writeln!(s, "WITH (");
+            let _ = write!(
+                s,
+                "  format = 'PARQUET',\n  external_location = {}",
+                literal(&location)
+            );
+            if !parts.is_empty() {
+                let p: Vec<String> = parts.iter().map(|(n, _)| literal(n)).collect();
+                let _ = write!(s, ",\n  partitioned_by = ARRAY[{}]", p.join(", "));
+            }
+            s.push_str("\n);\n");
+            if !parts.is_empty() {
+                let (schema, table) = match name.rsplit_once('.') {
+                    Some((sch, tb)) => (literal(sch), literal(tb)),
+                    None => ("CURRENT_SCHEMA".to_string(), literal(&name)),
+                };
+                let _ = writeln!(
+                    s,
+                    "CALL system.sync_partition_metadata({schema}, {table}, 'ADD');"
+                );
+            }
+        }
+        Dialect::Spark => {
+            for (n, ty) in parts {
+                cols.push(format!("  {} {}", quote(n, d), ty.name(d)));
+            }
+            let _ = writeln!(s, "CREATE TABLE IF NOT EXISTS {qname} (");
+            let _ = writeln!(s, "{}", cols.join(",\n"));
+            let _ = writeln!(s, ")");
+            let _ = writeln!(s, "USING PARQUET");
+            if !parts.is_empty() {
+                let p: Vec<String> = parts.iter().map(|(n, _)| quote(n, d)).collect();
+                let _ = writeln!(s, "PARTITIONED BY ({})", p.join(", "));
+            }
+            let _ = writeln!(s, "LOCATION {};", literal(&location));
+            if !parts.is_empty() {
+                let _ = writeln!(s, "MSCK REPAIR TABLE {qname};");
+            }
+        }
+        Dialect::DuckDb => {
+            if let Some((schema, _)) = name.rsplit_once('.') {
+                let _ = writeln!(s, "CREATE SCHEMA IF NOT EXISTS {};", quote(schema, d));
+            }
+            let mut args = vec![literal(&format!("{location}/**/*.parquet"))];
+            if !parts.is_empty() {
+                args.push("hive_partitioning = true".into());
+                let types: Vec<String> = parts
+                    .iter()
+                    .map(|(n, ty)| format!("{}: {}", literal(n), literal(ty.name(d))))
+                    .collect();
+                args.push(format!("hive_types = {{{}}}", types.join(", ")));
+            }
+            // Files written before and after a schema change differ; match columns by name.
+            args.push("union_by_name = true".into());
+            let _ = writeln!(s, "CREATE OR REPLACE VIEW {qname} AS");
+            let _ = writeln!(s, "SELECT * FROM read_parquet({});", args.join(", "));
+        }
+    }
+    Ok(s)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PartType {
+    Str,
+    Int,
+}
+
+impl PartType {
+    fn name(self, d: Dialect) -> &'static str {
+        match (self, d) {
+            (PartType::Str, Dialect::Trino) => "varchar",
+            (PartType::Str, Dialect::DuckDb) => "VARCHAR",
+            (PartType::Str, _) => "string",
+            (PartType::Int, Dialect::Trino) => "integer",
+            (PartType::Int, Dialect::DuckDb) => "INTEGER",
+            (PartType::Int, _) => "int",
+        }
+    }
+}
+
+/// A quoted identifier.
+fn quote(name: &str, d: Dialect) -> String {
+    match d {
+        Dialect::Athena | Dialect::Spark => format!("`{}`", name.replace('`', "``")),
+        Dialect::Trino | Dialect::DuckDb => format!("\"{}\"", name.replace('"', "\"\"")),
+    }
+}
+
+/// A single-quoted SQL string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The column type of a field in a dialect (Athena and Spark share Hive's type syntax).
+fn sql_type(f: &Field, d: Dialect) -> anyhow::Result<String> {
+    let trino = d == Dialect::Trino;
+    let hive = |h: &str, t: &str| if trino { t.to_string() } else { h.to_string() };
+    Ok(match f.data_type() {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 => "tinyint".into(),
+        DataType::Int16 | DataType::UInt8 => "smallint".into(),
+        DataType::Int32 | DataType::UInt16 => hive("int", "integer"),
+        DataType::Int64 | DataType::UInt32 => "bigint".into(),
+        DataType::UInt64 => "decimal(20,0)".into(),
+        DataType::Float32 => hive("float", "real"),
+        DataType::Float64 => "double".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => hive("string", "varchar"),
+        // An all-null column (a JSON field never seen with a value); readers see nulls.
+        DataType::Null => hive("string", "varchar"),
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => hive("binary", "varbinary"),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Timestamp(_, _) => "timestamp".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("decimal({p},{s})"),
+        DataType::Dictionary(_, v) => sql_type(&Field::new(f.name(), v.as_ref().clone(), true), d)?,
+        DataType::List(i) | DataType::LargeList(i) | DataType::FixedSizeList(i, _) => {
+            let inner = sql_type(i, d)?;
+            if trino {
+                format!("array({inner})")
+            } else {
+                format!("array<{inner}>")
+            }
+        }
+        DataType::Struct(fields) => {
+            let members = fields
+                .iter()
+                .map(|c| {
+                    let ty = sql_type(c, d)?;
+                    Ok(if trino {
+                        format!("{} {ty}", quote(c.name(), d))
+                    } else {
+                        format!("{}:{ty}", quote(c.name(), d))
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            if trino {
+                format!("row({})", members.join(", "))
+            } else {
+                format!("struct<{}>", members.join(","))
+            }
+        }
+        DataType::Map(entries, _) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                anyhow::bail!("column {}: malformed map type", f.name());
+            };
+            let (k, v) = (sql_type(&kv[0], d)?, sql_type(&kv[1], d)?);
+            if trino {
+                format!("map({k}, {v})")
+            } else {
+                format!("map<{k},{v}>")
+            }
+        }
+        other => anyhow::bail!(
+            "column {}: type {other} has no equivalent in this dialect",
+            f.name()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_per_dialect() {
+        let f = Field::new(
+            "id",
+            DataType::Struct(
+                vec![
+                    Field::new("orig_h", DataType::Utf8, true),
+                    Field::new("orig_p", DataType::UInt16, true),
+                ]
+                .into(),
+            ),
+            true,
+        );
+        assert_eq!(
+            sql_type(&f, Dialect::Athena).unwrap(),
+            "struct<`orig_h`:string,`orig_p`:int>"
+        );
+        assert_eq!(
+            sql_type(&f, Dialect::Trino).unwrap(),
+            "row(\"orig_h\" varchar, \"orig_p\" integer)"
+        );
+        let l = Field::new_list("s", Field::new("item", DataType::UInt64, true), true);
+        assert_eq!(
+            sql_type(&l, Dialect::Spark).unwrap(),
+            "array<decimal(20,0)>"
+        );
+        assert_eq!(
+            sql_type(&l, Dialect::Trino).unwrap(),
+            "array(decimal(20,0))"
+        );
+        assert_eq!(quote("a`b", Dialect::Spark), "`a``b`");
+        assert_eq!(quote("a\"b", Dialect::Trino), "\"a\"\"b\"");
+        assert_eq!(literal("it's"), "'it''s'");
+    }
+}
