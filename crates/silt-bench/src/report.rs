@@ -1,0 +1,1103 @@
+//! The report: `index.html` (self-contained: every plot is an inline SVG, no external JS, CSS
+//! or fonts) plus the same plots as `plots/*.svg`.
+//!
+//! Plots are drawn with `plotters` (SVG backend, no font feature: text is written as SVG
+//! `<text>` with a generic `sans-serif` family, which any browser renders without extra
+//! fonts). Figures are medians: first over the repetitions of one schema × configuration,
+//! then (for the summary tables) over schemas, as the study did. Touches only `out/index.html`
+//! and `out/plots/`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::baselines::BaselineResult;
+use crate::results::{median, Row};
+
+/// What the report says about the run besides the rows.
+#[derive(Debug, Clone, Default)]
+pub struct ReportContext {
+    pub source: String,
+    pub notes: Vec<String>,
+    pub skipped: Vec<(String, u64)>,
+    pub max_events: u64,
+    pub repetitions: u32,
+    pub reads: bool,
+}
+
+/// The study's headline figures (Tenzir, "Parquet & Feather: Writing Security Telemetry"):
+/// (configuration as we name it, how the study names it, B/event, ratio vs original).
+/// The issue gives the 90.8 / 2.6 row without naming its configuration; we read it as
+/// Parquet without compression (the study's matrix was store × {none, zstd levels}), and the
+/// report says so.
+pub const STUDY: &[(&str, &str, f64, f64)] = &[
+    ("parquet+zstd:1", "Parquet + Zstd level 1", 55.8, 4.2),
+    ("feather+zstd:1", "Feather + Zstd level 1", 68.9, 3.4),
+    (
+        "parquet+none",
+        "Parquet, uncompressed (our reading; the issue does not name this row)",
+        90.8,
+        2.6,
+    ),
+    ("feather+none", "Feather, uncompressed", 255.1, 0.9),
+];
+
+const QUERIES: [&str; 4] = ["scan", "filter", "topn", "needle"];
+
+/// Medians of one schema × configuration over its repetitions.
+#[derive(Debug, Clone)]
+pub struct Agg {
+    pub schema: String,
+    pub config: String,
+    pub store: String,
+    pub codec: String,
+    pub variant: String,
+    pub events: u64,
+    pub bpe: f64,
+    pub ns: f64,
+    pub wall_ns: f64,
+    pub ratio_in: Option<f64>,
+    pub ratio_arrow: f64,
+    pub read_s: [Option<f64>; 4],
+    pub read_bytes: [Option<f64>; 4],
+}
+
+/// Groups rows by schema × configuration (in first-seen order) and takes medians.
+pub fn aggregate(rows: &[Row]) -> Vec<Agg> {
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut groups: BTreeMap<(String, String), Vec<&Row>> = BTreeMap::new();
+    for r in rows {
+        let k = (r.schema.clone(), r.config.clone());
+        if !groups.contains_key(&k) {
+            order.push(k.clone());
+        }
+        groups.entry(k).or_default().push(r);
+    }
+    let med = |g: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| {
+        median(g.iter().filter_map(|r| f(r)).collect())
+    };
+    order
+        .into_iter()
+        .map(|k| {
+            let g = &groups[&k];
+            let r0 = g[0];
+            let rs = |i: usize| -> Option<f64> {
+                med(g, &|r: &Row| match i {
+                    0 => r.read_scan_s,
+                    1 => r.read_filter_s,
+                    2 => r.read_topn_s,
+                    _ => r.read_needle_s,
+                })
+            };
+            let rb = |i: usize| -> Option<f64> {
+                med(g, &|r: &Row| {
+                    match i {
+                        0 => r.read_scan_bytes,
+                        1 => r.read_filter_bytes,
+                        2 => r.read_topn_bytes,
+                        _ => r.read_needle_bytes,
+                    }
+                    .map(|b| b as f64)
+                })
+            };
+            Agg {
+                schema: k.0.clone(),
+                config: k.1.clone(),
+                store: r0.store.clone(),
+                codec: match r0.level {
+                    Some(l) => format!("{}:{l}", r0.codec),
+                    None => r0.codec.clone(),
+                },
+                variant: r0.variant.clone(),
+                events: r0.events,
+                bpe: med(g, &|r| Some(r.bytes_per_event)).unwrap_or(0.0),
+                ns: med(g, &|r| Some(r.ns_per_event)).unwrap_or(0.0),
+                wall_ns: med(g, &|r| Some(r.wall_ns_per_event)).unwrap_or(0.0),
+                ratio_in: med(g, &|r| r.ratio_vs_input),
+                ratio_arrow: med(g, &|r| Some(r.ratio_vs_arrow)).unwrap_or(0.0),
+                read_s: [rs(0), rs(1), rs(2), rs(3)],
+                read_bytes: [rb(0), rb(1), rb(2), rb(3)],
+            }
+        })
+        .collect()
+}
+
+/// Configurations in first-seen order.
+fn configs(aggs: &[Agg]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in aggs {
+        if !out.contains(&a.config) {
+            out.push(a.config.clone());
+        }
+    }
+    out
+}
+
+/// Median over schemas of one configuration's per-schema medians.
+fn over_schemas(aggs: &[Agg], config: &str, f: &dyn Fn(&Agg) -> Option<f64>) -> Option<f64> {
+    median(
+        aggs.iter()
+            .filter(|a| a.config == config)
+            .filter_map(f)
+            .collect(),
+    )
+}
+
+type PlotResult = anyhow::Result<String>;
+
+fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("plot: {e}")
+}
+
+fn positive_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let mut lo = f64::MAX;
+    let mut hi = f64::MIN;
+    for v in vals.filter(|v| v.is_finite() && *v > 0.0) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo > hi {
+        return (0.1, 10.0);
+    }
+    (lo / 1.5, hi * 1.5)
+}
+
+fn cat_label(cats: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= cats.len() {
+        return String::new();
+    }
+    cats[i as usize].clone()
+}
+
+/// Box plot (log scale) of `values[i]` for each category, with the points overlaid.
+fn box_plot(title: &str, y_desc: &str, cats: &[String], values: &[Vec<f64>]) -> PlotResult {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 520)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (lo, hi) = positive_range(values.iter().flatten().copied());
+        let n = cats.len().max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(150)
+            .y_label_area_size(80)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo..hi).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| cat_label(cats, *x))
+            .x_label_style(
+                ("sans-serif", 12)
+                    .into_font()
+                    .transform(FontTransform::Rotate90),
+            )
+            .y_desc(y_desc)
+            .draw()
+            .map_err(err)?;
+        for (i, v) in values.iter().enumerate() {
+            let mut v: Vec<f64> = v.iter().copied().filter(|x| *x > 0.0).collect();
+            if v.is_empty() {
+                continue;
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            let q = |p: f64| {
+                let pos = p * (v.len() - 1) as f64;
+                let (a, b) = (pos.floor() as usize, pos.ceil() as usize);
+                v[a] + (v[b] - v[a]) * (pos - a as f64)
+            };
+            let x = i as f64;
+            let color = Palette99::pick(i).mix(0.9);
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.3, q(0.25)), (x + 0.3, q(0.75))],
+                    color.mix(0.3).filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series([
+                    PathElement::new(
+                        vec![(x - 0.3, q(0.5)), (x + 0.3, q(0.5))],
+                        BLACK.stroke_width(2),
+                    ),
+                    PathElement::new(vec![(x, v[0]), (x, q(0.25))], BLACK.stroke_width(1)),
+                    PathElement::new(
+                        vec![(x, q(0.75)), (x, v[v.len() - 1])],
+                        BLACK.stroke_width(1),
+                    ),
+                    PathElement::new(
+                        vec![
+                            (x - 0.3, q(0.25)),
+                            (x + 0.3, q(0.25)),
+                            (x + 0.3, q(0.75)),
+                            (x - 0.3, q(0.75)),
+                            (x - 0.3, q(0.25)),
+                        ],
+                        color.stroke_width(1),
+                    ),
+                ])
+                .map_err(err)?;
+            chart
+                .draw_series(v.iter().map(|&y| Circle::new((x, y), 3, color.filled())))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Parquet vs Feather per schema (log-log scatter, one colour per codec, identity line).
+fn parquet_vs_feather(aggs: &[Agg]) -> PlotResult {
+    let mut pairs: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in aggs
+        .iter()
+        .filter(|a| a.store == "parquet" && a.variant == "default")
+    {
+        if let Some(f) = aggs.iter().find(|f| {
+            f.store == "feather"
+                && f.schema == p.schema
+                && f.codec == p.codec
+                && f.variant == "default"
+        }) {
+            let v = pairs.entry(p.codec.clone()).or_default();
+            // one point per schema and codec (the first row-group size)
+            if !v.iter().any(|&(x, _)| x == f.bpe) {
+                v.push((f.bpe, p.bpe));
+            }
+        }
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (700, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (lo, hi) = positive_range(pairs.values().flatten().flat_map(|&(a, b)| [a, b]));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Parquet vs Feather, bytes/event per schema",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("Feather B/event")
+            .y_desc("Parquet B/event")
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(lo, lo), (hi, hi)],
+                BLACK.mix(0.5).stroke_width(1),
+            )))
+            .map_err(err)?
+            .label("identity (equal size)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+        for (i, (codec, pts)) in pairs.iter().enumerate() {
+            let color = Palette99::pick(i).mix(0.9);
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 5, color.filled())))
+                .map_err(err)?
+                .label(codec.as_str())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Convex hull (monotone chain) of points; returns the closed polygon.
+pub fn convex_hull(mut p: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    p.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    p.dedup();
+    if p.len() < 3 {
+        return p;
+    }
+    let cross = |o: (f64, f64), a: (f64, f64), b: (f64, f64)| {
+        (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0)
+    };
+    let mut lower: Vec<(f64, f64)> = Vec::new();
+    for &q in &p {
+        while lower.len() >= 2 && cross(lower[lower.len() - 2], lower[lower.len() - 1], q) <= 0.0 {
+            lower.pop();
+        }
+        lower.push(q);
+    }
+    let mut upper: Vec<(f64, f64)> = Vec::new();
+    for &q in p.iter().rev() {
+        while upper.len() >= 2 && cross(upper[upper.len() - 2], upper[upper.len() - 1], q) <= 0.0 {
+            upper.pop();
+        }
+        upper.push(q);
+    }
+    lower.pop();
+    upper.pop();
+    lower.extend(upper);
+    lower
+}
+
+/// Size vs speed: one point per schema × configuration, each configuration's convex hull
+/// (computed in log-log space, where the plot is drawn).
+fn size_vs_speed(aggs: &[Agg]) -> PlotResult {
+    let cfgs: Vec<String> = configs(aggs)
+        .into_iter()
+        .filter(|c| {
+            aggs.iter()
+                .any(|a| &a.config == c && a.variant == "default")
+        })
+        .collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 650)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let pts: Vec<&Agg> = aggs.iter().filter(|a| a.variant == "default").collect();
+        let (xlo, xhi) = positive_range(pts.iter().map(|a| a.ns));
+        let (ylo, yhi) = positive_range(pts.iter().map(|a| a.bpe));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Size vs write speed per schema, convex hull per configuration",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("write CPU ns/event")
+            .y_desc("B/event")
+            .draw()
+            .map_err(err)?;
+        for (i, c) in cfgs.iter().enumerate() {
+            let color = Palette99::pick(i).mix(0.9);
+            let mine: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|a| &a.config == c && a.ns > 0.0 && a.bpe > 0.0)
+                .map(|a| (a.ns, a.bpe))
+                .collect();
+            let hull: Vec<(f64, f64)> =
+                convex_hull(mine.iter().map(|&(x, y)| (x.log10(), y.log10())).collect())
+                    .into_iter()
+                    .map(|(x, y)| (10f64.powf(x), 10f64.powf(y)))
+                    .collect();
+            if hull.len() >= 3 {
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        hull.clone(),
+                        color.mix(0.12).filled(),
+                    )))
+                    .map_err(err)?;
+                let mut closed = hull.clone();
+                closed.push(hull[0]);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        closed,
+                        color.stroke_width(1),
+                    )))
+                    .map_err(err)?;
+            } else if hull.len() == 2 {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        hull.clone(),
+                        color.stroke_width(1),
+                    )))
+                    .map_err(err)?;
+            }
+            chart
+                .draw_series(mine.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?
+                .label(c.as_str())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Bars: compression ratio vs the original for silt and each baseline, per schema.
+fn baseline_bars(schemas: &[String], series: &[(String, Vec<Option<f64>>)]) -> PlotResult {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 520)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let hi = series
+            .iter()
+            .flat_map(|s| s.1.iter().flatten())
+            .fold(1.0f64, |a, &b| a.max(b))
+            * 1.15;
+        let n = schemas.len().max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Parquet zstd level 1: ratio vs original, silt vs DuckDB vs pyarrow",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(130)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..hi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| cat_label(schemas, *x))
+            .x_label_style(
+                ("sans-serif", 12)
+                    .into_font()
+                    .transform(FontTransform::Rotate90),
+            )
+            .y_desc("input bytes / output bytes")
+            .draw()
+            .map_err(err)?;
+        let k = series.len().max(1) as f64;
+        let w = 0.8 / k;
+        for (j, (name, vals)) in series.iter().enumerate() {
+            let color = Palette99::pick(j).mix(0.9);
+            chart
+                .draw_series(vals.iter().enumerate().filter_map(|(i, v)| {
+                    v.map(|v| {
+                        let x0 = i as f64 - 0.4 + j as f64 * w;
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, v)], color.filled())
+                    })
+                }))
+                .map_err(err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("–".into(), |v| format!("{v:.prec$}"))
+}
+
+fn human_bytes(b: f64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", U[i])
+}
+
+/// The configurations on the Pareto front of (median B/event, median ns/event) over schemas,
+/// default writer variant only; sorted by size.
+pub fn pareto(aggs: &[Agg]) -> Vec<(String, f64, f64)> {
+    let pts: Vec<(String, f64, f64)> = configs(aggs)
+        .into_iter()
+        .filter(|c| {
+            aggs.iter()
+                .any(|a| &a.config == c && a.variant == "default")
+        })
+        .filter_map(|c| {
+            let b = over_schemas(aggs, &c, &|a| Some(a.bpe))?;
+            let n = over_schemas(aggs, &c, &|a| Some(a.ns))?;
+            Some((c, b, n))
+        })
+        .collect();
+    let mut front: Vec<(String, f64, f64)> = pts
+        .iter()
+        .filter(|(_, b, n)| {
+            !pts.iter()
+                .any(|(_, b2, n2)| b2 <= b && n2 <= n && (b2 < b || n2 < n))
+        })
+        .cloned()
+        .collect();
+    front.sort_by(|a, b| a.1.total_cmp(&b.1));
+    front
+}
+
+/// Writes `index.html` and `plots/*.svg`; returns the page's path and its number of plots.
+pub fn write(
+    out: &Path,
+    rows: &[Row],
+    baselines: &[BaselineResult],
+    ctx: &ReportContext,
+) -> anyhow::Result<(PathBuf, usize)> {
+    let aggs = aggregate(rows);
+    let cfgs = configs(&aggs);
+    let default_cfgs: Vec<String> = cfgs
+        .iter()
+        .filter(|c| {
+            aggs.iter()
+                .any(|a| &a.config == *c && a.variant == "default")
+        })
+        .cloned()
+        .collect();
+    let schemas: Vec<String> = {
+        let mut s: Vec<String> = aggs.iter().map(|a| a.schema.clone()).collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let per_cfg = |f: &dyn Fn(&Agg) -> Option<f64>, cs: &[String]| -> Vec<Vec<f64>> {
+        cs.iter()
+            .map(|c| {
+                aggs.iter()
+                    .filter(|a| &a.config == c)
+                    .filter_map(f)
+                    .collect()
+            })
+            .collect()
+    };
+
+    let mut plots: Vec<(&str, String, String)> = Vec::new(); // (file stem, title, svg)
+    if !aggs.is_empty() {
+        plots.push((
+            "bytes_per_event",
+            "Bytes per event per store and codec (one point per schema)".into(),
+            box_plot(
+                "Bytes/event per configuration (log scale)",
+                "B/event",
+                &default_cfgs,
+                &per_cfg(&|a| Some(a.bpe), &default_cfgs),
+            )?,
+        ));
+        plots.push((
+            "parquet_vs_feather",
+            "Parquet vs Feather per schema".into(),
+            parquet_vs_feather(&aggs)?,
+        ));
+        plots.push((
+            "write_speed",
+            "Write time per event per store and codec (CPU, conversion only)".into(),
+            box_plot(
+                "Write CPU time per event (log scale)",
+                "ns/event",
+                &cfgs,
+                &per_cfg(&|a| Some(a.ns), &cfgs),
+            )?,
+        ));
+        plots.push((
+            "size_vs_speed",
+            "Size vs speed per schema with each configuration's convex hull".into(),
+            size_vs_speed(&aggs)?,
+        ));
+        if ctx.reads {
+            for (qi, q) in QUERIES.iter().enumerate() {
+                let vals = per_cfg(&|a| a.read_s[qi].map(|s| s * 1e3), &cfgs);
+                if vals.iter().all(Vec::is_empty) {
+                    continue;
+                }
+                plots.push((
+                    q,
+                    format!("Read path: {q} (wall ms per file)"),
+                    box_plot(
+                        &format!("Read path: {q}, wall time (log scale)"),
+                        "ms",
+                        &cfgs,
+                        &vals,
+                    )?,
+                ));
+            }
+        }
+    }
+
+    // Goal 3 figures.
+    let silt_cfg = "parquet+zstd:1";
+    let mut goal_rows: Vec<(String, String, f64, Option<f64>, f64, f64)> = Vec::new(); // schema, tool, B/ev, ratio, ns/ev cpu, ns/ev wall
+    for b in baselines.iter().filter(|b| b.error.is_none() && b.rows > 0) {
+        let Some(a) = aggs
+            .iter()
+            .find(|a| a.schema == b.schema && a.config == silt_cfg)
+        else {
+            continue;
+        };
+        let input = rows
+            .iter()
+            .find(|r| r.schema == b.schema)
+            .and_then(|r| r.input_bytes);
+        goal_rows.push((
+            b.schema.clone(),
+            format!("{} {}", b.tool, b.version),
+            b.output_bytes as f64 / b.rows as f64,
+            input.map(|i| i as f64 / b.output_bytes.max(1) as f64),
+            b.cpu_s * 1e9 / b.rows as f64,
+            b.wall_s * 1e9 / b.rows as f64,
+        ));
+        let _ = a;
+    }
+    if !goal_rows.is_empty() {
+        let tools: Vec<String> = {
+            let mut t: Vec<String> = goal_rows.iter().map(|g| g.1.clone()).collect();
+            t.sort();
+            t.dedup();
+            t
+        };
+        let gschemas: Vec<String> = {
+            let mut s: Vec<String> = goal_rows.iter().map(|g| g.0.clone()).collect();
+            s.sort();
+            s.dedup();
+            s
+        };
+        let mut series = vec![(
+            "silt".to_string(),
+            gschemas
+                .iter()
+                .map(|s| {
+                    aggs.iter()
+                        .find(|a| &a.schema == s && a.config == silt_cfg)
+                        .and_then(|a| a.ratio_in)
+                })
+                .collect::<Vec<_>>(),
+        )];
+        for t in &tools {
+            series.push((
+                t.clone(),
+                gschemas
+                    .iter()
+                    .map(|s| {
+                        goal_rows
+                            .iter()
+                            .find(|g| &g.0 == s && &g.1 == t)
+                            .and_then(|g| g.3)
+                    })
+                    .collect(),
+            ));
+        }
+        plots.push((
+            "baselines",
+            "Goal 3: silt vs DuckDB vs pyarrow (Parquet, zstd level 1, same rows)".into(),
+            baseline_bars(&gschemas, &series)?,
+        ));
+    }
+
+    let plot_dir = out.join("plots");
+    std::fs::create_dir_all(&plot_dir)?;
+    for (stem, _, svg) in &plots {
+        std::fs::write(plot_dir.join(format!("{stem}.svg")), svg)?;
+    }
+
+    // ---- HTML ----
+    let mut h = String::new();
+    let n_plots = plots.len();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"silt-plots\" content=\"{n_plots}\"><title>silt bench report</title>\
+<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}}\
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;padding:3px 8px;text-align:right}}\
+th{{background:#eee}}td:first-child,th:first-child{{text-align:left}}figure{{margin:1.5em 0}}\
+figure svg{{max-width:100%;height:auto}}.note{{color:#555;font-size:90%}}</style></head><body>\n"
+    );
+    let _ = writeln!(h, "<h1>silt bench: Parquet vs Feather</h1>");
+    let total_events: u64 = {
+        let mut seen = BTreeMap::new();
+        for a in &aggs {
+            seen.insert(a.schema.clone(), a.events);
+        }
+        seen.values().sum()
+    };
+    let _ = writeln!(
+        h,
+        "<p>Data: {}. {} schemas, {} events benchmarked (at most {} per schema), {} configurations, {} repetition(s) each (median kept). This report has <span id=\"plot-count\">{n_plots}</span> plots.</p>",
+        esc(&ctx.source),
+        schemas.len(),
+        total_events,
+        ctx.max_events,
+        cfgs.len(),
+        ctx.repetitions
+    );
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">Measured per schema × configuration: output bytes of one file written by silt's own writer (the code <code>silt import</code> uses; rows sorted by the time column once, before timing), write time as process CPU time and wall time for conversion only (Arrow in memory → file in the OS page cache, no fsync), Arrow in-memory bytes as the sum of <code>get_array_memory_size</code> (allocated capacity: readers' builders preallocate for a full batch, so tables with few rows show an inflated Arrow size and ratio vs Arrow), original bytes as the decompressed input lines that became the rows. Raw figures: <a href=\"results.csv\">results.csv</a>.</p>"
+    );
+
+    // Headline table.
+    let _ = writeln!(h, "<h2>Headline: our medians next to the study's</h2>");
+    let _ = writeln!(h, "<table><tr><th>configuration</th><th>ours B/event</th><th>ours ratio vs original</th><th>ours ratio vs Arrow</th><th>study B/event</th><th>study ratio</th></tr>");
+    for (cfg, study_name, sb, sr) in STUDY {
+        let b = over_schemas(&aggs, cfg, &|a| Some(a.bpe));
+        let r = over_schemas(&aggs, cfg, &|a| a.ratio_in);
+        let ra = over_schemas(&aggs, cfg, &|a| Some(a.ratio_arrow));
+        let _ = writeln!(
+            h,
+            "<tr><td>{} <span class=\"note\">({})</span></td><td>{}</td><td>{}</td><td>{}</td><td>{sb:.1}</td><td>{sr:.1}</td></tr>",
+            esc(cfg),
+            esc(study_name),
+            opt(b, 1),
+            opt(r, 2),
+            opt(ra, 2)
+        );
+    }
+    let _ = writeln!(h, "</table>");
+    let _ = writeln!(
+        h,
+        "<p><b>How the data differ.</b> The study wrote 42 schemas of Zeek and Suricata logs produced from one 3.77 GB PCAP (the M57 case study with injected attacks) through VAST's 2022 writer; its \"original\" is the logs as VAST ingested them. Here: {} schema(s) from {}, written by silt (arrow-rs/parquet-rs 59, dictionary chosen per column, delta-encoded timestamps, bloom filters on lookup columns, rows sorted by time), and \"original\" is the decompressed input lines that became each table's rows{}. Different log volumes per schema, different field sets (silt keeps Zeek's types: addresses as text, intervals as decimals, nested <code>id</code> structs) and a different writer all move these figures; compare the shape (which store and level wins by how much), not the absolute bytes.</p>",
+        schemas.len(),
+        esc(&ctx.source),
+        if rows.iter().any(|r| r.input_bytes.is_none()) {
+            " (not known for tables loaded from a lake: those ratios are left empty)"
+        } else {
+            ""
+        }
+    );
+
+    // The answer in words.
+    let front = pareto(&aggs);
+    let _ = writeln!(h, "<h2>The answer</h2>");
+    if front.is_empty() {
+        let _ = writeln!(h, "<p>No measurements.</p>");
+    } else {
+        let mut s = String::from("On this data the Pareto front of median size and median write CPU time per event (over schemas) is: ");
+        let parts: Vec<String> = front
+            .iter()
+            .map(|(c, b, n)| format!("<b>{}</b> ({b:.1} B/event, {n:.0} ns/event)", esc(c)))
+            .collect();
+        s.push_str(&parts.join(", "));
+        s.push_str(". ");
+        let get = |c: &str| {
+            Some((
+                over_schemas(&aggs, c, &|a| Some(a.bpe))?,
+                over_schemas(&aggs, c, &|a| Some(a.ns))?,
+            ))
+        };
+        if let (Some((pb, pn)), Some((fb, fnn))) = (get("parquet+zstd:1"), get("feather+zstd:1")) {
+            let _ = write!(
+                s,
+                "Parquet+zstd:1 is {:.0}% {} than Feather+zstd:1 and takes {:.2}× its write CPU time per event. ",
+                ((pb / fb) - 1.0).abs() * 100.0,
+                if pb <= fb { "smaller" } else { "larger" },
+                pn / fnn.max(1e-9)
+            );
+            let on_front = front.iter().any(|f| f.0 == "parquet+zstd:1");
+            let _ = write!(
+                s,
+                "Parquet+zstd:1 {} on the front.",
+                if on_front { "is" } else { "is not" }
+            );
+            if let Some((fnb, fnn2)) = get("feather+none") {
+                let _ = write!(
+                    s,
+                    " Against uncompressed Feather (the fastest to write, {fnb:.1} B/event, {fnn2:.0} ns/event) it is {:.1}× smaller for {:.1}× the CPU time.",
+                    fnb / pb.max(1e-9),
+                    pn / fnn2.max(1e-9)
+                );
+            }
+        }
+        let _ = writeln!(h, "<p>{s}</p>");
+    }
+
+    // Medians table.
+    let _ = writeln!(h, "<h2>Medians over schemas</h2>");
+    let _ = writeln!(h, "<table><tr><th>configuration</th><th>B/event</th><th>size % of original</th><th>ratio vs original</th><th>ratio vs Arrow</th><th>write CPU ns/event</th><th>write wall ns/event</th></tr>");
+    for c in &cfgs {
+        let b = over_schemas(&aggs, c, &|a| Some(a.bpe));
+        let r = over_schemas(&aggs, c, &|a| a.ratio_in);
+        let pct = over_schemas(&aggs, c, &|a| a.ratio_in.map(|r| 100.0 / r));
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(c),
+            opt(b, 1),
+            opt(pct, 1),
+            opt(r, 2),
+            opt(over_schemas(&aggs, c, &|a| Some(a.ratio_arrow)), 2),
+            opt(over_schemas(&aggs, c, &|a| Some(a.ns)), 0),
+            opt(over_schemas(&aggs, c, &|a| Some(a.wall_ns)), 0),
+        );
+    }
+    let _ = writeln!(h, "</table>");
+
+    // Per-schema table (parquet+zstd:1 and feather+zstd:1 if present).
+    let _ = writeln!(h, "<h2>Per schema</h2><table><tr><th>schema</th><th>events</th><th>parquet+zstd:1 B/event</th><th>feather+zstd:1 B/event</th><th>feather+none B/event</th><th>parquet+zstd:1 ratio vs original</th></tr>");
+    for s in &schemas {
+        let f = |c: &str| aggs.iter().find(|a| &a.schema == s && a.config == c);
+        let ev = aggs.iter().find(|a| &a.schema == s).map_or(0, |a| a.events);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{ev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(s),
+            opt(f("parquet+zstd:1").map(|a| a.bpe), 1),
+            opt(f("feather+zstd:1").map(|a| a.bpe), 1),
+            opt(f("feather+none").map(|a| a.bpe), 1),
+            opt(f("parquet+zstd:1").and_then(|a| a.ratio_in), 2),
+        );
+    }
+    let _ = writeln!(h, "</table>");
+
+    // Read path table.
+    if ctx.reads {
+        let _ = writeln!(h, "<h2>Read path</h2><p class=\"note\">Per file, DataFusion: <i>scan</i> = <code>SELECT *</code> to the end; <i>filter</i> = count over 10% of the time range; <i>topn</i> = top 10 of a low-cardinality text column; <i>needle</i> = count of one existing <code>uid</code>/<code>community_id</code>/<code>flow_id</code>. Bytes read = byte ranges requested from the file (footer, indexes, bloom filters, data). Medians over schemas of per-file medians; warm OS cache.</p>");
+        let _ = writeln!(h, "<table><tr><th>configuration</th>");
+        for q in QUERIES {
+            let _ = write!(h, "<th>{q} ms</th><th>{q} read</th>");
+        }
+        let _ = writeln!(h, "</tr>");
+        for c in &cfgs {
+            let _ = write!(h, "<tr><td>{}</td>", esc(c));
+            for qi in 0..4 {
+                let t = over_schemas(&aggs, c, &|a| a.read_s[qi].map(|s| s * 1e3));
+                let b = over_schemas(&aggs, c, &|a| a.read_bytes[qi]);
+                let _ = write!(
+                    h,
+                    "<td>{}</td><td>{}</td>",
+                    opt(t, 1),
+                    b.map_or("–".into(), human_bytes)
+                );
+            }
+            let _ = writeln!(h, "</tr>");
+        }
+        let _ = writeln!(h, "</table>");
+    }
+
+    // Goal 3.
+    if !goal_rows.is_empty() || baselines.iter().any(|b| b.error.is_some()) {
+        let _ = writeln!(
+            h,
+            "<h2>Goal 3: silt's Parquet vs DuckDB and pyarrow (zstd level 1, same rows)</h2>"
+        );
+        let _ = writeln!(h, "<p class=\"note\">The rows silt wrote (sorted by time) were exported once as Arrow IPC; DuckDB and pyarrow loaded them untimed and wrote Parquet with zstd level 1 and their defaults otherwise; CPU is process time (DuckDB's threads included). Goal: silt's ratio vs original ≥ 1.25× each baseline's, write time per event ≤ theirs.</p>");
+        let _ = writeln!(h, "<table><tr><th>schema</th><th>writer</th><th>B/event</th><th>ratio vs original</th><th>silt ratio / this</th><th>CPU ns/event</th><th>wall ns/event</th></tr>");
+        let mut last = String::new();
+        for g in &goal_rows {
+            let a = aggs
+                .iter()
+                .find(|a| a.schema == g.0 && a.config == silt_cfg);
+            if g.0 != last {
+                if let Some(a) = a {
+                    let _ = writeln!(
+                        h,
+                        "<tr><td>{}</td><td>silt</td><td>{:.1}</td><td>{}</td><td>1.00</td><td>{:.0}</td><td>{:.0}</td></tr>",
+                        esc(&g.0), a.bpe, opt(a.ratio_in, 2), a.ns, a.wall_ns
+                    );
+                }
+                last = g.0.clone();
+            }
+            let rel = a.and_then(|a| Some(a.ratio_in? / g.3?));
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td></tr>",
+                esc(&g.0), esc(&g.1), g.2, opt(g.3, 2), opt(rel, 2), g.4, g.5
+            );
+        }
+        let _ = writeln!(h, "</table>");
+        for g in goal_summary(rows, baselines) {
+            let _ = writeln!(h, "<p><b>{}</b></p>", esc(&g.to_string()));
+        }
+        for b in baselines.iter().filter(|b| b.error.is_some()) {
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">{} on {}: {}</p>",
+                esc(&b.tool),
+                esc(&b.schema),
+                esc(b.error.as_deref().unwrap_or(""))
+            );
+        }
+    }
+
+    // What buys what (variants).
+    let variants: Vec<&String> = cfgs.iter().filter(|c| c.contains('[')).collect();
+    if !variants.is_empty() {
+        let _ = writeln!(h, "<h2>What sorting, dictionaries and bloom filters buy (Parquet, zstd level 1)</h2><table><tr><th>schema</th><th>variant</th><th>B/event</th><th>Δ size vs default</th><th>CPU ns/event</th><th>needle ms</th><th>needle read</th><th>filter read</th></tr>");
+        for s in &schemas {
+            let Some(base) = aggs.iter().find(|a| &a.schema == s && a.config == silt_cfg) else {
+                continue;
+            };
+            for a in aggs.iter().filter(|a| {
+                &a.schema == s && (a.config == silt_cfg || variants.contains(&&a.config))
+            }) {
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:+.1}%</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(s), esc(&a.variant), a.bpe, (a.bpe / base.bpe.max(1e-9) - 1.0) * 100.0, a.ns,
+                    opt(a.read_s[3].map(|x| x * 1e3), 1),
+                    a.read_bytes[3].map_or("–".into(), human_bytes),
+                    a.read_bytes[1].map_or("–".into(), human_bytes),
+                );
+            }
+        }
+        let _ = writeln!(h, "</table><p class=\"note\">default = as <code>silt import</code> writes (sorted by time, bloom filters on lookup columns, dictionary per column by cardinality); no-bloom = without bloom filters; unsorted = rows in input order; no-dict = no dictionary encoding on any column outside lists.</p>");
+    }
+
+    // Plots.
+    let _ = writeln!(h, "<h2>Plots</h2>");
+    for (stem, title, svg) in &plots {
+        let body = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
+        let _ = writeln!(
+            h,
+            "<figure id=\"plot-{stem}\">{body}<figcaption>{}</figcaption></figure>",
+            esc(title)
+        );
+    }
+    if !ctx.notes.is_empty() || !ctx.skipped.is_empty() {
+        let _ = writeln!(h, "<h2>Notes</h2><ul>");
+        for n in &ctx.notes {
+            let _ = writeln!(h, "<li>{}</li>", esc(n));
+        }
+        for (s, e) in &ctx.skipped {
+            let _ = writeln!(
+                h,
+                "<li>{} left out: {e} events (below --min-events)</li>",
+                esc(s)
+            );
+        }
+        let _ = writeln!(h, "</ul>");
+    }
+    let _ = writeln!(h, "</body></html>");
+    let path = out.join("index.html");
+    std::fs::write(&path, h)?;
+    Ok((path, n_plots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hull_of_square_with_inner_point() {
+        let h = convex_hull(vec![
+            (0.0, 0.0),
+            (1.0, 0.0),
+            (1.0, 1.0),
+            (0.0, 1.0),
+            (0.5, 0.5),
+        ]);
+        assert_eq!(h.len(), 4);
+        assert!(!h.contains(&(0.5, 0.5)));
+    }
+}
+
+/// Goal 3 in numbers, per baseline tool: silt's Parquet zstd:1 against it on the same rows.
+#[derive(Debug, Clone)]
+pub struct GoalSummary {
+    pub tool: String,
+    pub schemas: usize,
+    /// Σ input / Σ output over the schemas both wrote, for silt and for the tool.
+    pub silt_ratio: f64,
+    pub tool_ratio: f64,
+    /// Median over schemas of silt's ratio / the tool's ratio (goal ≥ 1.25).
+    pub median_rel: f64,
+    pub min_rel: f64,
+    /// Σ CPU and wall seconds / Σ events, nanoseconds, silt and tool.
+    pub silt_cpu_ns: f64,
+    pub tool_cpu_ns: f64,
+    pub silt_wall_ns: f64,
+    pub tool_wall_ns: f64,
+}
+
+/// Summarises goal 3 per tool (schemas where input bytes are known and silt wrote zstd:1).
+pub fn goal_summary(rows: &[Row], baselines: &[BaselineResult]) -> Vec<GoalSummary> {
+    let aggs = aggregate(rows);
+    let mut tools: Vec<String> = baselines
+        .iter()
+        .filter(|b| b.error.is_none())
+        .map(|b| b.tool.clone())
+        .collect();
+    tools.sort();
+    tools.dedup();
+    let mut out = Vec::new();
+    for t in tools {
+        let (mut si, mut so, mut to) = (0f64, 0f64, 0f64);
+        let (mut sc, mut tc, mut sw, mut tw, mut ev) = (0f64, 0f64, 0f64, 0f64, 0f64);
+        let mut rel = Vec::new();
+        for b in baselines
+            .iter()
+            .filter(|b| b.tool == t && b.error.is_none() && b.rows > 0)
+        {
+            let Some(a) = aggs
+                .iter()
+                .find(|a| a.schema == b.schema && a.config == "parquet+zstd:1")
+            else {
+                continue;
+            };
+            let Some(input) = rows
+                .iter()
+                .find(|r| r.schema == b.schema)
+                .and_then(|r| r.input_bytes)
+            else {
+                continue;
+            };
+            let n = a.events as f64;
+            si += input as f64;
+            so += a.bpe * n;
+            to += b.output_bytes as f64;
+            sc += a.ns * n;
+            sw += a.wall_ns * n;
+            tc += b.cpu_s * 1e9;
+            tw += b.wall_s * 1e9;
+            ev += n;
+            rel.push((b.output_bytes as f64) / (a.bpe * n).max(1.0));
+        }
+        if rel.is_empty() {
+            continue;
+        }
+        out.push(GoalSummary {
+            tool: t,
+            schemas: rel.len(),
+            silt_ratio: si / so.max(1.0),
+            tool_ratio: si / to.max(1.0),
+            median_rel: median(rel.clone()).unwrap_or(0.0),
+            min_rel: rel.iter().copied().fold(f64::MAX, f64::min),
+            silt_cpu_ns: sc / ev,
+            tool_cpu_ns: tc / ev,
+            silt_wall_ns: sw / ev,
+            tool_wall_ns: tw / ev,
+        });
+    }
+    out
+}
+
+impl std::fmt::Display for GoalSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "silt vs {} on {} schemas: ratio vs original {:.2} vs {:.2} = {:.2}x overall (median per schema {:.2}x, min {:.2}x; goal >= 1.25x: {}); write time per event CPU {:.0} vs {:.0} ns, wall {:.0} vs {:.0} ns (goal <= theirs: {})",
+            self.tool,
+            self.schemas,
+            self.silt_ratio,
+            self.tool_ratio,
+            self.silt_ratio / self.tool_ratio.max(1e-9),
+            self.median_rel,
+            self.min_rel,
+            if self.silt_ratio / self.tool_ratio.max(1e-9) >= 1.25 { "met" } else { "missed" },
+            self.silt_cpu_ns,
+            self.tool_cpu_ns,
+            self.silt_wall_ns,
+            self.tool_wall_ns,
+            if self.silt_cpu_ns <= self.tool_cpu_ns { "met (CPU)" } else { "missed (CPU)" },
+        )
+    }
+}

@@ -1,0 +1,290 @@
+//! The whole benchmark: for each table, prepare (sort once), then for each configuration and
+//! repetition write a file, time it, run the read path, and record a [`Row`]; then the
+//! baselines, `results.csv`, `baselines.csv` and the report. Touches only `opts.out`.
+
+use std::path::PathBuf;
+
+use silt_lake::{Codec, StoreKind};
+
+use crate::baselines::{self, BaselineResult};
+use crate::collect::TableData;
+use crate::matrix::{store_name, BenchConfig, Variant};
+use crate::measure::{prepare, write_file};
+use crate::readpath::{run_queries, ReadPlan};
+use crate::report::{self, ReportContext};
+use crate::results::{write_csv, Row};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Report directory (created): `results.csv`, `index.html`, `plots/`, `files/`.
+    pub out: PathBuf,
+    pub configs: Vec<BenchConfig>,
+    /// Notes for the report (configurations left out, caps, ...).
+    pub notes: Vec<String>,
+    pub repetitions: u32,
+    /// Tables with fewer events are left out (as the study left out tiny schemas).
+    pub min_events: u64,
+    /// The cap per table that was applied while reading (for the report).
+    pub max_events: u64,
+    pub keep_files: bool,
+    /// Run the read path (four queries per file).
+    pub reads: bool,
+    /// Also write Parquet+zstd:1 without bloom filters, unsorted, and without dictionaries, to
+    /// show what they buy.
+    pub variants: bool,
+    /// Run DuckDB/pyarrow baselines.
+    pub baselines: bool,
+    pub python: Option<PathBuf>,
+    /// Rows per batch handed to the writer.
+    pub batch_rows: usize,
+    /// What was benchmarked, for the report (`3 inputs: ...`, `lake ./lake`).
+    pub source: String,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self {
+            out: PathBuf::from("bench-report"),
+            configs: Vec::new(),
+            notes: Vec::new(),
+            repetitions: 1,
+            min_events: 0,
+            max_events: 2_000_000,
+            keep_files: false,
+            reads: true,
+            variants: true,
+            baselines: false,
+            python: None,
+            batch_rows: 16 * 1024,
+            source: String::new(),
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct BenchOutcome {
+    pub rows: Vec<Row>,
+    pub baselines: Vec<BaselineResult>,
+    pub csv: PathBuf,
+    pub report: PathBuf,
+    /// Number of plots (SVG elements) in the report.
+    pub plots: usize,
+    /// Tables left out by `--min-events`, with their event counts.
+    pub skipped: Vec<(String, u64)>,
+    pub notes: Vec<String>,
+}
+
+/// Runs the benchmark over `tables`; `log` gets one line per step.
+pub fn run(
+    tables: Vec<TableData>,
+    opts: &BenchOptions,
+    log: &mut dyn FnMut(&str),
+) -> anyhow::Result<BenchOutcome> {
+    std::fs::create_dir_all(&opts.out)?;
+    let files_dir = opts.out.join("files");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut notes = opts.notes.clone();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    let mut exports: Vec<(String, PathBuf)> = Vec::new();
+    let python = if opts.baselines {
+        match baselines::find_python(opts.python.as_deref()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let m = format!("baselines skipped: {e}");
+                log(&m);
+                notes.push(m);
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let mut configs = opts.configs.clone();
+    if opts.variants {
+        if let Some(base) = configs
+            .iter()
+            .find(|c| {
+                c.store == StoreKind::Parquet
+                    && c.codec.codec == Codec::Zstd
+                    && c.codec.level == Some(1)
+            })
+            .cloned()
+        {
+            for v in [Variant::NoBloom, Variant::Unsorted, Variant::NoDictionary] {
+                configs.push(BenchConfig {
+                    variant: v,
+                    ..base.clone()
+                });
+            }
+        }
+    }
+
+    for t in tables {
+        let name = t.name.to_string();
+        if t.events < opts.min_events.max(1) {
+            log(&format!(
+                "{name}: {} events < --min-events {}, left out",
+                t.events, opts.min_events
+            ));
+            skipped.push((name, t.events));
+            continue;
+        }
+        if t.capped() {
+            notes.push(format!(
+                "{name}: capped at {} of {} events (--max-events); input bytes scaled to the rows kept",
+                t.events, t.events_seen
+            ));
+        }
+        let p = prepare(&t, opts.batch_rows)?;
+        let plan = ReadPlan::for_table(&p);
+        let arrow_bytes = t.arrow_bytes();
+        let input_bytes = t.input_bytes();
+        log(&format!(
+            "{name}: {} events, {} Arrow bytes, {} configurations × {} repetitions",
+            t.events,
+            arrow_bytes,
+            configs.len(),
+            opts.repetitions
+        ));
+        for c in &configs {
+            for rep in 0..opts.repetitions.max(1) {
+                let fname = format!(
+                    "{}-r{rep}.{}",
+                    c.label()
+                        .replace(['+', ':', ' ', '[', ']'], "_")
+                        .replace("__", "_"),
+                    store_name(c.store)
+                );
+                let path = files_dir.join(&name).join(fname);
+                let w = write_file(c, &p, &path)?;
+                let mut row = Row {
+                    schema: name.clone(),
+                    store: store_name(c.store).into(),
+                    codec: c.codec.codec_name().into(),
+                    level: c.codec.level,
+                    row_group_size: if c.store == StoreKind::Parquet {
+                        c.row_group_bytes as u64
+                    } else {
+                        0
+                    },
+                    variant: c.variant.name().into(),
+                    config: c.label(),
+                    repetition: rep,
+                    events: t.events,
+                    events_seen: t.events_seen,
+                    capped: t.capped(),
+                    batches: w.batches as u64,
+                    arrow_bytes,
+                    input_bytes,
+                    output_bytes: w.output_bytes,
+                    write_cpu_s: w.cpu_s,
+                    write_wall_s: w.wall_s,
+                    file: path.display().to_string(),
+                    ..Default::default()
+                };
+                row.derive();
+                if opts.reads {
+                    for r in run_queries(&rt, &plan, c.store, &path)? {
+                        match r.query {
+                            "scan" => {
+                                row.read_scan_s = Some(r.wall_s);
+                                row.read_scan_bytes = Some(r.bytes_read);
+                                row.read_scan_value = Some(r.value);
+                            }
+                            "filter" => {
+                                row.read_filter_s = Some(r.wall_s);
+                                row.read_filter_bytes = Some(r.bytes_read);
+                                row.read_filter_value = Some(r.value);
+                            }
+                            "topn" => {
+                                row.read_topn_s = Some(r.wall_s);
+                                row.read_topn_bytes = Some(r.bytes_read);
+                                row.read_topn_value = Some(r.value);
+                                row.read_topn_column = plan.group_column.clone();
+                            }
+                            "needle" => {
+                                row.read_needle_s = Some(r.wall_s);
+                                row.read_needle_bytes = Some(r.bytes_read);
+                                row.read_needle_value = Some(r.value);
+                                row.read_needle_column = plan.needle.as_ref().map(|n| n.0.clone());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if !opts.keep_files {
+                    std::fs::remove_file(&path)?;
+                }
+                log(&format!(
+                    "  {} r{rep}: {:.1} B/event, {:.0} ns/event",
+                    c.label(),
+                    row.bytes_per_event,
+                    row.ns_per_event
+                ));
+                rows.push(row);
+            }
+        }
+        if python.is_some() {
+            let ipc = opts.out.join("baselines").join(format!("{name}.arrow"));
+            baselines::export_ipc(&p, &ipc)?;
+            exports.push((name.clone(), ipc));
+        }
+    }
+    if !opts.keep_files {
+        let _ = std::fs::remove_dir_all(&files_dir);
+    }
+
+    let mut base = Vec::new();
+    if let Some(py) = &python {
+        if !exports.is_empty() {
+            log("baselines: DuckDB and pyarrow writing the same rows (zstd level 1)");
+            match baselines::run(py, &opts.out.join("baselines"), &exports) {
+                Ok(b) => base = b,
+                Err(e) => notes.push(format!("baselines failed: {e:#}")),
+            }
+            if !opts.keep_files {
+                for (_, ipc) in &exports {
+                    let _ = std::fs::remove_file(ipc);
+                }
+                for (s, _) in &exports {
+                    let _ = std::fs::remove_dir_all(opts.out.join("baselines").join(s));
+                }
+            }
+        }
+    }
+
+    let csv = opts.out.join("results.csv");
+    write_csv(&csv, &rows)?;
+    if !base.is_empty() {
+        let mut w = csv::Writer::from_path(opts.out.join("baselines.csv"))?;
+        for b in &base {
+            w.serialize(b)?;
+        }
+        w.flush()?;
+    }
+    let ctx = ReportContext {
+        source: opts.source.clone(),
+        notes: notes.clone(),
+        skipped: skipped.clone(),
+        max_events: opts.max_events,
+        repetitions: opts.repetitions,
+        reads: opts.reads,
+    };
+    let (report, plots) = report::write(&opts.out, &rows, &base, &ctx)?;
+    Ok(BenchOutcome {
+        rows,
+        baselines: base,
+        csv,
+        report,
+        plots,
+        skipped,
+        notes,
+    })
+}
