@@ -31,6 +31,8 @@ mod flows;
 mod fmt;
 mod model;
 mod out;
+pub mod pcap;
+pub mod weblog;
 mod zeek;
 
 use std::fs::File;
@@ -40,6 +42,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 pub use eve::EVE_TYPES;
+pub use pcap::{generate_pcap, write_pcap, PcapOptions, PcapReport};
 pub use zeek::{zeek_fields, zeek_header, ZEEK_LOGS, ZEEK_MIX};
 
 /// 2018-03-24 17:00:00 UTC in microseconds (the WRCCDC 2018 sample captures start then).

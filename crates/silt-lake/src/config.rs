@@ -112,6 +112,37 @@ pub struct WriterConfig {
     pub memory_bytes: usize,
     /// At most this many partitions have a file open; the least recently used one is finished.
     pub max_open_partitions: usize,
+    /// `--partition-by FIELD`: partition and sort every table by this top-level timestamp column
+    /// instead of the one its schema metadata names (`silt.time_column`); the files' metadata
+    /// then names this column. `None` = the metadata's column.
+    pub time_column: Option<String>,
+    /// Per-column Parquet encoding hints, applied on top of the automatic choices.
+    pub encodings: EncodingHints,
+}
+
+/// Per-column Parquet encoding hints (`--dictionary`, `--no-dictionary`, `--delta`,
+/// `--byte-stream-split`). Columns are dotted paths (`id.orig_h`); a list column's path names its
+/// elements. Every path must exist in every table written, with a type the encoding supports
+/// (checked when a table's first batch arrives, see [`crate::store::encoding_plan`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodingHints {
+    /// Dictionary encoding even where silt would turn it off (high-cardinality first rows); the
+    /// dictionary page may grow to 4x the page size before parquet-rs falls back to plain.
+    pub dictionary: Vec<String>,
+    /// No dictionary: plain (or the column's delta/byte-stream-split hint) from the start.
+    pub no_dictionary: Vec<String>,
+    /// DELTA_BINARY_PACKED for integers, timestamps, dates and decimals up to 18 digits;
+    /// DELTA_BYTE_ARRAY for strings and binary. Turns the dictionary off unless `dictionary`
+    /// names the column too (then delta is the fallback after the dictionary overflows).
+    pub delta: Vec<String>,
+    /// BYTE_STREAM_SPLIT for float columns (no dictionary unless `dictionary` names the column).
+    pub byte_stream_split: Vec<String>,
+}
+
+impl EncodingHints {
+    pub fn is_empty(&self) -> bool {
+        self == &EncodingHints::default()
+    }
 }
 
 impl Default for WriterConfig {
@@ -130,6 +161,8 @@ impl Default for WriterConfig {
             sort_buffer_bytes: 32 << 20,
             memory_bytes: 256 << 20,
             max_open_partitions: 32,
+            time_column: None,
+            encodings: EncodingHints::default(),
         }
     }
 }
@@ -164,6 +197,34 @@ impl WriterConfig {
         }
         if self.row_group_bytes == 0 || self.page_bytes == 0 {
             return Err("--row-group-size and --page-size must be positive".into());
+        }
+        let e = &self.encodings;
+        for c in &e.dictionary {
+            if e.no_dictionary.contains(c) {
+                return Err(format!(
+                    "column {c} is in both --dictionary and --no-dictionary"
+                ));
+            }
+        }
+        for c in &e.delta {
+            if e.byte_stream_split.contains(c) {
+                return Err(format!(
+                    "column {c} is in both --delta and --byte-stream-split: choose one encoding"
+                ));
+            }
+        }
+        if self.store == StoreKind::Feather && !e.is_empty() {
+            return Err(
+                "--dictionary, --no-dictionary, --delta and --byte-stream-split are Parquet encodings; feather files take none of them"
+                    .into(),
+            );
+        }
+        if let Some(t) = &self.time_column {
+            if t.is_empty() || t.contains('.') {
+                return Err(format!(
+                    "--partition-by {t:?}: name a top-level timestamp column (such as ts or timestamp)"
+                ));
+            }
         }
         Ok(())
     }

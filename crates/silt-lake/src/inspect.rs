@@ -131,11 +131,37 @@ fn render_stat(s: &Statistics, d: &ColumnDescriptor, min: bool) -> Option<String
         Some(LogicalType::Timestamp(t)) => Some(t.unit),
         _ => None,
     };
+    // Decimals stored as INT32/INT64 (Zeek intervals: decimal(18,6)) show as decimals, not as
+    // their unscaled integers.
+    let scale = match d.logical_type_ref() {
+        Some(LogicalType::Decimal(_)) if d.type_scale() > 0 => Some(d.type_scale() as u32),
+        _ => None,
+    };
+    let decimal = |x: i64, scale: u32| {
+        let p = 10i128.pow(scale);
+        let x = x as i128;
+        let sign = if x < 0 { "-" } else { "" };
+        format!(
+            "{sign}{}.{:0w$}",
+            x.abs() / p,
+            x.abs() % p,
+            w = scale as usize
+        )
+    };
     Some(match s {
         Statistics::Boolean(v) => format!("{}", if min { v.min_opt()? } else { v.max_opt()? }),
-        Statistics::Int32(v) => format!("{}", if min { v.min_opt()? } else { v.max_opt()? }),
+        Statistics::Int32(v) => {
+            let x = *if min { v.min_opt()? } else { v.max_opt()? };
+            match scale {
+                Some(sc) => decimal(x as i64, sc),
+                None => x.to_string(),
+            }
+        }
         Statistics::Int64(v) => {
             let x = *if min { v.min_opt()? } else { v.max_opt()? };
+            if let Some(sc) = scale {
+                return Some(decimal(x, sc));
+            }
             match ts_unit {
                 Some(u) => {
                     let micros = match u {

@@ -10,19 +10,22 @@
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
 //! - [`inspect`]: a Parquet file's row groups, column chunks, encodings and statistics.
+//! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
 //! This crate touches only the lake directory it is given and the files it is asked to inspect.
 
 pub mod catalog;
 pub mod config;
+pub mod ddl;
 pub mod inspect;
 pub mod layout;
 pub mod publish;
 pub mod rejects;
+pub mod single;
 pub mod store;
 pub mod summary;
 pub mod writer;
 
-pub use config::{Codec, Partitioning, StoreKind, WriterConfig};
+pub use config::{Codec, EncodingHints, Partitioning, StoreKind, WriterConfig};
 pub use summary::{ImportSummary, TableSummary};
 pub use writer::LakeWriter;

@@ -4,7 +4,8 @@
 //! target, dictionary encoding (parquet-rs falls back to plain for high-cardinality columns),
 //! page-level statistics with the column and offset index, DELTA_BINARY_PACKED for time columns,
 //! bloom filters on lookup columns, `sorting_columns` metadata, and silt's schema metadata as
-//! key-value metadata next to the embedded Arrow schema.
+//! key-value metadata next to the embedded Arrow schema. Per-column encoding hints
+//! ([`crate::config::EncodingHints`]) are resolved by [`encoding_plan`] and applied last.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -50,6 +51,12 @@ pub fn open(
             let mut props = parquet_properties(cfg, schema, sort, expected_rows)?;
             for path in high_cardinality_leaves(first) {
                 props = props.set_column_dictionary_enabled(ColumnPath::new(path), false);
+            }
+            // The user's hints come last: they override the automatic choices above.
+            if !cfg.encodings.is_empty() {
+                for c in encoding_plan(cfg, schema).map_err(anyhow::Error::msg)? {
+                    props = c.apply(props, cfg.page_bytes);
+                }
             }
             let props = props.build();
             Ok(Box::new(ParquetSink::new(
@@ -486,6 +493,213 @@ fn high_cardinality_leaves(batch: &RecordBatch) -> Vec<Vec<String>> {
         walk(&mut p, c.as_ref(), &mut out);
     }
     out
+}
+
+/// What the encoding hints ask of one Parquet leaf column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnEncoding {
+    /// The Parquet leaf path (`id.orig_h`, `tags.list.item`).
+    pub path: Vec<String>,
+    /// `Some(true)`: dictionary forced on; `Some(false)`: off; `None`: silt's automatic choice.
+    pub dictionary: Option<bool>,
+    /// The value encoding (the fallback encoding when the dictionary is on).
+    pub encoding: Option<Encoding>,
+}
+
+impl ColumnEncoding {
+    fn apply(&self, b: WriterPropertiesBuilder, page_bytes: usize) -> WriterPropertiesBuilder {
+        let cp = ColumnPath::new(self.path.clone());
+        let mut b = b;
+        if let Some(d) = self.dictionary {
+            b = b.set_column_dictionary_enabled(cp.clone(), d);
+            if d {
+                // A forced dictionary gets room to grow before parquet-rs falls back to plain.
+                b = b.set_column_dictionary_page_size_limit(
+                    cp.clone(),
+                    page_bytes.saturating_mul(4),
+                );
+            }
+        }
+        if let Some(e) = self.encoding {
+            b = b.set_column_encoding(cp, e);
+        }
+        b
+    }
+}
+
+/// Resolves the configuration's encoding hints against a table schema: every hinted path must
+/// name a leaf column (a list column's path names its elements) whose type the encoding
+/// supports. Returns the per-leaf settings, or a message naming the column and what is wrong.
+///
+/// Rules: `--delta` is DELTA_BINARY_PACKED for integers, timestamps, dates, times, durations and
+/// decimals of up to 18 digits (stored as INT32/INT64), DELTA_BYTE_ARRAY for strings and binary;
+/// `--byte-stream-split` takes Float32/Float64 only (parquet-rs could also split integers, but
+/// not every reader decodes that yet). Both turn the dictionary off unless `--dictionary` names
+/// the column too, in which case they become the fallback encoding.
+pub fn encoding_plan(cfg: &WriterConfig, schema: &Schema) -> Result<Vec<ColumnEncoding>, String> {
+    let h = &cfg.encodings;
+    let leaves = addressable_leaves(schema);
+    let mut out: Vec<ColumnEncoding> = Vec::new();
+    fn entry(out: &mut Vec<ColumnEncoding>, path: &[String]) -> usize {
+        match out.iter().position(|c| c.path == path) {
+            Some(i) => i,
+            None => {
+                out.push(ColumnEncoding {
+                    path: path.to_vec(),
+                    dictionary: None,
+                    encoding: None,
+                });
+                out.len() - 1
+            }
+        }
+    }
+    let lists: [(&str, &Vec<String>); 4] = [
+        ("--dictionary", &h.dictionary),
+        ("--no-dictionary", &h.no_dictionary),
+        ("--delta", &h.delta),
+        ("--byte-stream-split", &h.byte_stream_split),
+    ];
+    for (flag, cols) in lists {
+        for col in cols {
+            let found: Vec<&(String, Vec<String>, DataType)> =
+                leaves.iter().filter(|(u, _, _)| u == col).collect();
+            if found.is_empty() {
+                let below: Vec<&str> = leaves
+                    .iter()
+                    .filter(|(u, _, _)| u.starts_with(&format!("{col}.")))
+                    .map(|(u, _, _)| u.as_str())
+                    .collect();
+                return Err(if below.is_empty() {
+                    format!(
+                        "{flag} {col}: no such column (columns: {})",
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    format!(
+                        "{flag} {col}: {col} is a struct; name its fields ({})",
+                        below.join(", ")
+                    )
+                });
+            }
+            for (_, path, dt) in found {
+                let i = entry(&mut out, path);
+                let c = &mut out[i];
+                match flag {
+                    "--dictionary" => c.dictionary = Some(true),
+                    "--no-dictionary" => c.dictionary = Some(false),
+                    "--delta" => {
+                        c.encoding = Some(delta_encoding(dt).ok_or_else(|| {
+                            format!("--delta {col}: column {col} is {dt}; delta encodings take integers, timestamps, dates, decimals up to 18 digits, strings and binary")
+                        })?);
+                    }
+                    _ => {
+                        if !matches!(dt, DataType::Float32 | DataType::Float64) {
+                            return Err(format!(
+                                "--byte-stream-split {col}: column {col} is {dt}; byte-stream-split takes Float32/Float64 columns"
+                            ));
+                        }
+                        c.encoding = Some(Encoding::BYTE_STREAM_SPLIT);
+                    }
+                }
+            }
+        }
+    }
+    // A value encoding without an explicit dictionary choice means "this encoding", so the
+    // dictionary (which would otherwise be tried first) goes off.
+    for c in out.iter_mut() {
+        if c.encoding.is_some() && c.dictionary.is_none() {
+            c.dictionary = Some(false);
+        }
+    }
+    Ok(out)
+}
+
+/// The delta encoding for a leaf type, if it has one.
+fn delta_encoding(dt: &DataType) -> Option<Encoding> {
+    match dt {
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64
+        | DataType::Timestamp(_, _)
+        | DataType::Date32
+        | DataType::Date64
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Duration(_) => Some(Encoding::DELTA_BINARY_PACKED),
+        DataType::Decimal128(p, _) if *p <= 18 => Some(Encoding::DELTA_BINARY_PACKED),
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView => Some(Encoding::DELTA_BYTE_ARRAY),
+        DataType::Dictionary(_, v) => delta_encoding(v),
+        _ => None,
+    }
+}
+
+/// Leaf columns as `(user path, Parquet path, Arrow type)`: the user path joins struct field
+/// names with dots and leaves out the list wrapper levels, so `tags` names the elements of the
+/// list column `tags` (Parquet path `tags.list.item`).
+fn addressable_leaves(schema: &Schema) -> Vec<(String, Vec<String>, DataType)> {
+    leaf_paths(schema)
+        .into_iter()
+        .map(|(path, dt)| {
+            let mut user: Vec<&str> = Vec::new();
+            let mut i = 0;
+            while i < path.len() {
+                // `list` + element name are the wrapper levels leaf_paths adds for a list.
+                if i > 0
+                    && path[i] == "list"
+                    && i + 1 < path.len()
+                    && is_list_at(schema, &path[..i])
+                {
+                    i += 2;
+                    continue;
+                }
+                user.push(&path[i]);
+                i += 1;
+            }
+            (user.join("."), path.clone(), dt)
+        })
+        .collect()
+}
+
+/// Whether the field at a Parquet path prefix (struct names only, plus list wrappers) is a list.
+fn is_list_at(schema: &Schema, prefix: &[String]) -> bool {
+    let mut dt: Option<&DataType> = None;
+    let mut i = 0;
+    while i < prefix.len() {
+        let name = &prefix[i];
+        let next = match dt {
+            None => schema.field_with_name(name).ok().map(|f| f.data_type()),
+            Some(DataType::Struct(fs)) => {
+                fs.iter().find(|f| f.name() == name).map(|f| f.data_type())
+            }
+            Some(DataType::List(f)) | Some(DataType::LargeList(f)) if name == "list" => {
+                i += 1; // skip the element name too
+                Some(f.data_type())
+            }
+            Some(DataType::Map(f, _)) => Some(f.data_type()),
+            _ => None,
+        };
+        match next {
+            Some(n) => dt = Some(n),
+            None => return false,
+        }
+        i += 1;
+    }
+    matches!(dt, Some(DataType::List(_)) | Some(DataType::LargeList(_)))
 }
 
 /// Parquet leaf column paths in schema order, with their Arrow types. Lists contribute

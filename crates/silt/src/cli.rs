@@ -53,6 +53,39 @@ WHERE cidr_contains('10.0.0.0/8', id.orig_h)."
     Demo(DemoArgs),
     /// Generate realistic synthetic Zeek logs or Suricata EVE (for tests, demos and benchmarks).
     Generate(GenerateArgs),
+    /// Print a CREATE statement that lets Athena, Trino, Spark or DuckDB read a lake table in place.
+    #[command(
+        after_help = "Examples:\n  silt ddl --dialect duckdb zeek.conn --lake ./lake | duckdb\n  \
+silt ddl --dialect athena zeek.conn --lake ./lake --location s3://bucket/lake\n  \
+silt ddl --dialect spark suricata.alert --lake ./lake --name security.alerts\n\n\
+The schema comes from the table's file footers (unified when files differ); dt (string) and \
+hour (int) are partition columns; Athena gets partition projection for them. The table is named \
+module_type (zeek_conn) unless --name says otherwise. See docs/ddl.md for the type mapping."
+    )]
+    Ddl(DdlArgs),
+    /// Benchmark Parquet vs Feather (codecs, levels, row-group sizes) on your data: size, write
+    /// time and read path per table, with results.csv and an HTML report.
+    #[command(after_help = "Examples:\n  silt bench ./my-logs/ --out report/\n  \
+silt bench --lake ./lake --out report/\n  \
+silt bench conn.log eve.json --out report/ --codecs none,zstd:1,lz4 --repetitions 3 --baselines\n\n\
+Each table is held in memory as Arrow (at most --max-events rows) and written once per \
+store x codec x row-group size x repetition through silt's own writer; write time is conversion \
+only (CPU and wall). Four queries (full scan, 10% time window count, top-N group-by, needle \
+lookup) run on every file with DataFusion. See docs/bench.md.")]
+    Bench(BenchArgs),
+    /// Convert generic logs (JSON, MessagePack, CSV, TSV, LTSV, Avro, Docker, syslog) into one
+    /// Parquet or Feather file.
+    #[command(
+        after_help = "Examples:\n  silt convert access.ndjson -o access.parquet\n  \
+silt convert buffer.msgpack -o logs.parquet --time-field log_time --time-unit ms --codec snappy\n  \
+silt convert data.csv -o data.feather --codec lz4\n  \
+silt convert events.json -o events.parquet --schema events.avsc\n\n\
+The format comes from --format, else the file extension (.json .ndjson .jsonl .msgpack .csv \
+.tsv .ltsv .avro), else the first bytes. Rows are sorted by --sort or the time column in bounded \
+memory (sorted runs merged from temporary files when the input exceeds --memory/3). Records that \
+cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md."
+    )]
+    Convert(ConvertArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +96,101 @@ pub enum ImportFormat {
     Suricata,
     /// Detect the format of each file from its content.
     Auto,
+    /// Generic NDJSON (JSON Lines): one object per line, schema inferred.
+    Json,
+    /// MessagePack: a stream of maps (fluentd buffers, msgpack outputs).
+    Msgpack,
+    /// CSV with a header row (RFC 4180 quoting), column types inferred.
+    Csv,
+    /// Tab-separated values with a header row (no quoting).
+    Tsv,
+    /// LTSV: tab-separated label:value fields.
+    Ltsv,
+    /// Avro object container files (schema from the file).
+    Avro,
+    /// Docker json-file logs ({"log","stream","time"}); split partial lines are joined.
+    Docker,
+    /// Syslog, RFC 5424 or RFC 3164 (BSD) lines.
+    Syslog,
+    /// Web server access logs: nginx/Apache combined, common, nginx main, or a custom nginx
+    /// log_format / Apache LogFormat string (--log-format). Table access.<file stem>.
+    Access,
+    /// Packet captures: classic pcap or pcapng (gzip too). Table pcap.packet (one row per
+    /// frame, innermost flow of tunnels); --flows adds pcap.flow. See docs/pcap.md.
+    Pcap,
+}
+
+/// Access-log options: `silt import access` and `--parse-field` on the generic formats.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Access log options")]
+pub struct AccessArgs {
+    /// Access-log format: auto (nginx main, combined or common, per line), combined, common,
+    /// main, vhost_combined, an nginx log_format string ('$remote_addr - $remote_user
+    /// [$time_local] "$request" ...') or an Apache LogFormat string ('%h %l %u %t "%r" %>s %b').
+    #[arg(long, default_value = "auto", allow_hyphen_values = true)]
+    pub log_format: String,
+    /// Parse a string field holding access-log lines into typed columns (remote_addr,
+    /// remote_user, time, method, path, protocol, request, status, bytes, referer, user_agent,
+    /// x_forwarded_for) placed where the field was: FIELD=FORMAT, e.g. log=access (FORMAT as in
+    /// --log-format; access = auto). Lines that do not match keep their row, with null parsed
+    /// columns and the raw text in FIELD.
+    #[arg(long, value_name = "FIELD=FORMAT")]
+    pub parse_field: Option<String>,
+    /// With --parse-field: keep every original value in FIELD (default: FIELD keeps only the
+    /// values that did not parse).
+    #[arg(long, requires = "parse_field")]
+    pub keep_field: bool,
+}
+
+/// Options of the generic log formats (json, msgpack, csv, tsv, ltsv, avro, docker, syslog).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Generic log options")]
+pub struct LogArgs {
+    /// Table name module.type (default: docker.logs for docker, else <format>.<file stem>).
+    #[arg(long)]
+    pub table: Option<String>,
+    /// Field holding the event time (default: the first of time, timestamp, ts, @timestamp,
+    /// log_time, date present in the first record).
+    #[arg(long)]
+    pub time_field: Option<String>,
+    /// Unit of numeric times: s, ms, us or ns (default: guessed from the magnitude).
+    #[arg(long, value_parser = ["s", "ms", "us", "ns"])]
+    pub time_unit: Option<String>,
+    /// Schema file: Avro (.avsc) or BigQuery JSON schema; records are conformed to it and those
+    /// that do not fit are rejected (default: infer the schema).
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// CSV/TSV field delimiter (one character, or \t).
+    #[arg(long)]
+    pub delimiter: Option<String>,
+    /// CSV/TSV input has no header row (columns are named c1, c2, ...).
+    #[arg(long)]
+    pub no_header: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input files, directories (read recursively) or - for standard input; gzip is detected.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output file: .parquet, or .feather/.arrow for Arrow IPC (Feather v2).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Input format (default: from the extension, else the content).
+    #[arg(long, value_parser = ["json", "ndjson", "msgpack", "csv", "tsv", "ltsv", "avro", "docker", "syslog"])]
+    pub format: Option<String>,
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    #[command(flatten)]
+    pub write: WriteOpts,
+    /// Exit with status 2 if any record was rejected (everything valid is still written).
+    #[arg(long)]
+    pub strict: bool,
+    /// Rows per record batch.
+    #[arg(long, default_value_t = 16384, hide = true)]
+    pub batch_rows: usize,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -102,6 +230,30 @@ pub struct WriteOpts {
     /// yields one sorted file per partition.
     #[arg(long, default_value = "32MiB", value_parser = parse_bytes)]
     pub sort_buffer: usize,
+    /// Partition (and sort) by this top-level timestamp column instead of the table's time
+    /// column, at hour (default), day or no granularity: FIELD[:hour|day|none]. Replaces
+    /// --partition.
+    #[arg(
+        long,
+        value_name = "FIELD[:hour|day|none]",
+        conflicts_with = "partition"
+    )]
+    pub partition_by: Option<String>,
+    /// Parquet: dictionary-encode these columns even where silt would not (comma separated
+    /// paths such as container_name or id.orig_h).
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub dictionary: Vec<String>,
+    /// Parquet: never dictionary-encode these columns.
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub no_dictionary: Vec<String>,
+    /// Parquet: delta encoding for these columns (DELTA_BINARY_PACKED for integers and
+    /// timestamps, DELTA_BYTE_ARRAY for strings); turns their dictionary off unless --dictionary
+    /// names them too.
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub delta: Vec<String>,
+    /// Parquet: BYTE_STREAM_SPLIT encoding for these float columns.
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub byte_stream_split: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -115,6 +267,12 @@ pub struct ImportArgs {
     /// Lake directory (created if missing).
     #[arg(long)]
     pub lake: PathBuf,
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    #[command(flatten)]
+    pub pcap: PcapArgs,
     #[command(flatten)]
     pub write: WriteOpts,
     /// Exit with status 2 if any line was rejected (everything valid is still imported).
@@ -165,6 +323,37 @@ pub struct TablesArgs {
     pub json: bool,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DdlDialect {
+    /// Amazon Athena: CREATE EXTERNAL TABLE with partition projection (needs --location).
+    Athena,
+    /// Trino's Hive connector: CREATE TABLE ... WITH (external_location, partitioned_by).
+    Trino,
+    /// Spark SQL: CREATE TABLE ... USING PARQUET PARTITIONED BY ..., then MSCK REPAIR TABLE.
+    Spark,
+    /// DuckDB: CREATE VIEW ... AS SELECT * FROM read_parquet(..., hive_partitioning = true).
+    Duckdb,
+}
+
+#[derive(Args, Debug)]
+pub struct DdlArgs {
+    /// SQL dialect.
+    #[arg(long, value_enum)]
+    pub dialect: DdlDialect,
+    /// The table (module.type, as `silt tables` lists it).
+    pub table: String,
+    /// Lake directory.
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// Where the engine finds the lake's root directory (s3://bucket/prefix); the table is
+    /// <location>/<module>.<type>/. Default: the local lake (file:// for Trino and Spark).
+    #[arg(long)]
+    pub location: Option<String>,
+    /// Table name in the engine, optionally schema-qualified (default: module_type, e.g. zeek_conn).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// A .parquet or .feather file.
@@ -188,6 +377,14 @@ pub struct DemoArgs {
 pub enum GenKind {
     Zeek,
     Suricata,
+    /// A packet capture (classic pcap, or pcapng with --pcapng): TCP/UDP/ICMP, IPv4/IPv6,
+    /// VLAN/QinQ, some VXLAN, ~10k concurrent flows. --events counts packets; -o is the file.
+    Pcap,
+    /// One hour (12:00-13:00 UTC) of Docker nginx logs as the fluentd logging driver ships them:
+    /// {log_time (epoch ms), container_id, container_name, source, log (nginx combined line)}
+    /// as MessagePack or NDJSON (--format). --events counts records, or --bytes sets the
+    /// MessagePack size (the NDJSON file of the same options has the same records); -o is the file.
+    DockerNginx,
 }
 
 #[derive(Args, Debug)]
@@ -198,7 +395,7 @@ pub struct GenerateArgs {
     /// Number of events (records) in total.
     #[arg(long, default_value_t = 100_000)]
     pub events: u64,
-    /// Output directory.
+    /// Output directory (for pcap: the output file, or - for standard output).
     #[arg(long, short)]
     pub output: PathBuf,
     /// Only these Zeek logs (comma separated, e.g. conn or conn,dns); all events go to them.
@@ -207,4 +404,126 @@ pub struct GenerateArgs {
     /// Random seed (the same seed gives the same data).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub pcap: PcapGenArgs,
+    #[command(flatten)]
+    pub weblog: WeblogGenArgs,
+}
+
+/// Options of `silt generate docker-nginx` only.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "docker-nginx options")]
+pub struct WeblogGenArgs {
+    /// Record encoding of docker-nginx.
+    #[arg(long = "format", default_value = "msgpack", value_parser = ["msgpack", "ndjson"])]
+    pub weblog_format: String,
+}
+
+/// Options of `silt generate pcap` only.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "PCAP options")]
+pub struct PcapGenArgs {
+    /// Stop once the file reaches this size (e.g. 200MB, 2GiB); --events is then ignored.
+    /// docker-nginx: the MessagePack size of the records, whatever --format.
+    #[arg(long, value_parser = parse_bytes)]
+    pub bytes: Option<usize>,
+    /// Write pcapng instead of classic pcap (microsecond timestamps either way).
+    #[arg(long)]
+    pub pcapng: bool,
+    /// Flows open at the same time (interleaved packets).
+    #[arg(long, default_value_t = 10_000)]
+    pub concurrent_flows: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Files or directories to read (any format `silt import` reads); or use --lake.
+    pub inputs: Vec<PathBuf>,
+    /// Benchmark the tables of this lake instead of inputs (original input bytes are then unknown).
+    #[arg(long, conflicts_with = "inputs")]
+    pub lake: Option<PathBuf>,
+    /// Report directory: results.csv, index.html, plots/ (created).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Input format, as for `silt import`.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: ImportFormat,
+    /// Extra `silt import` option for the chosen format's reader (repeatable), e.g.
+    /// --reader-arg=--some-reader-option=value.
+    #[arg(long, allow_hyphen_values = true)]
+    pub reader_arg: Vec<String>,
+    /// Stores to compare (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "parquet,feather")]
+    pub stores: Vec<String>,
+    /// Codecs with optional level (comma separated): none, zstd:LEVEL (-7..22), lz4, snappy
+    /// (Parquet only), gzip:LEVEL, brotli:LEVEL.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "none,zstd:-5,zstd:1,zstd:9,zstd:19"
+    )]
+    pub codecs: Vec<String>,
+    /// Parquet row-group target sizes (comma separated, e.g. 32MiB,128MiB).
+    #[arg(long, value_delimiter = ',', default_value = "32MiB", value_parser = parse_bytes)]
+    pub row_group_size: Vec<usize>,
+    /// Writes per configuration; the median is reported.
+    #[arg(long, default_value_t = 1)]
+    pub repetitions: u32,
+    /// Leave out tables with fewer events (the study used 10k / 100k).
+    #[arg(long, default_value_t = 0)]
+    pub min_events: u64,
+    /// Rows kept in memory per table (the first ones); bounds memory.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_events: u64,
+    /// Keep the written files under <out>/files/ (default: deleted after measuring).
+    #[arg(long)]
+    pub keep_files: bool,
+    /// Skip the read path (queries).
+    #[arg(long)]
+    pub no_reads: bool,
+    /// Skip the Parquet zstd:1 variants (no bloom filters, unsorted, no dictionaries).
+    #[arg(long)]
+    pub no_variants: bool,
+    /// Also time DuckDB and pyarrow writing the same rows (bench/baselines.py; needs a Python
+    /// with duckdb and pyarrow, see scripts/pyenv.sh).
+    #[arg(long)]
+    pub baselines: bool,
+    /// Python interpreter for --baselines (default: scripts/pyenv.sh's venv, else python3).
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// Do not print progress.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Rows per record batch.
+    #[arg(long, default_value_t = 16384, hide = true)]
+    pub batch_rows: usize,
+}
+
+/// Options of `silt import pcap` only.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "PCAP options")]
+pub struct PcapArgs {
+    /// Also write bidirectional flow records (table pcap.flow) next to the packets.
+    #[arg(long)]
+    pub flows: bool,
+    /// Write only flow records (pcap.flow), no packet rows.
+    #[arg(long, conflicts_with = "flows")]
+    pub flows_only: bool,
+    /// Keep the captured frame bytes in a `payload` column: `full`, or the first N bytes
+    /// (default: no payload column).
+    #[arg(long, value_name = "full|N")]
+    pub payload: Option<String>,
+    /// Flow idle timeout in seconds for UDP, ICMP and other non-TCP flows.
+    #[arg(long, default_value_t = 60.0)]
+    pub idle_timeout: f64,
+    /// Flow idle timeout in seconds for TCP flows.
+    #[arg(long, default_value_t = 300.0)]
+    pub tcp_idle_timeout: f64,
+    /// Flow active timeout in seconds: a longer flow is cut and continues as a new record.
+    #[arg(long, default_value_t = 1800.0)]
+    pub active_timeout: f64,
+    /// Community ID seed (packets and flows).
+    #[arg(long, default_value_t = 0)]
+    pub community_id_seed: u16,
 }

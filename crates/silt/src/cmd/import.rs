@@ -49,18 +49,36 @@ impl Emit for ChannelEmit {
 
 /// Builds the writer configuration from the command-line options.
 pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
+    // `--partition-by FIELD[:hour|day|none]` = the time column override + `--partition`.
+    let (time_column, partition) = match &w.partition_by {
+        Some(spec) => {
+            let (field, gran) = spec.split_once(':').unwrap_or((spec.as_str(), "hour"));
+            let p = gran
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--partition-by {spec}: {e}"))?;
+            (Some(field.to_string()), p)
+        }
+        None => (None, w.partition.parse().map_err(anyhow::Error::msg)?),
+    };
     let cfg = WriterConfig {
         store: w.store.parse().map_err(anyhow::Error::msg)?,
         codec: w.codec.parse().map_err(anyhow::Error::msg)?,
         level: w.level,
         row_group_bytes: w.row_group_size,
         page_bytes: w.page_size,
-        partition: w.partition.parse().map_err(anyhow::Error::msg)?,
+        partition,
         sort: w.sort.clone(),
         bloom_columns: w.bloom.clone(),
         bloom_lookup_columns: !w.no_bloom,
         memory_bytes: w.memory,
         sort_buffer_bytes: w.sort_buffer,
+        time_column,
+        encodings: silt_lake::EncodingHints {
+            dictionary: w.dictionary.clone(),
+            no_dictionary: w.no_dictionary.clone(),
+            delta: w.delta.clone(),
+            byte_stream_split: w.byte_stream_split.clone(),
+        },
         ..WriterConfig::default()
     };
     cfg.validate().map_err(anyhow::Error::msg)?;
@@ -70,11 +88,7 @@ pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let cfg = writer_config(&a.write)?;
     let inputs = source::expand(&a.inputs)?;
-    let format = match a.format {
-        ImportFormat::Zeek => Some(Format::Zeek),
-        ImportFormat::Suricata => Some(Format::Suricata),
-        ImportFormat::Auto => None,
-    };
+    let format = reader_spec(&a)?;
     let show_progress = !a.quiet && std::io::stderr().is_terminal();
     let summary = import(&inputs, format, &a.lake, cfg, a.batch_rows, show_progress)?;
     print_summary(&summary, &a.lake);
@@ -88,6 +102,26 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// How inputs of `a.format` are read (custom readers take their options from `a`). `silt bench`
+/// calls it too, so every format `silt import` knows can be benchmarked.
+pub fn reader_spec(a: &ImportArgs) -> anyhow::Result<ReaderSpec> {
+    Ok(match a.format {
+        ImportFormat::Zeek => ReaderSpec::Known(Format::Zeek),
+        ImportFormat::Suricata => ReaderSpec::Known(Format::Suricata),
+        ImportFormat::Auto => ReaderSpec::Auto,
+        ImportFormat::Access => {
+            crate::cmd::access::access_reader(&a.access, a.log.table.as_deref(), a.batch_rows)?
+        }
+        ImportFormat::Pcap => pcap_reader(&a.pcap, a.batch_rows)?,
+        f => {
+            let format = crate::cmd::convert::log_format(f)
+                .ok_or_else(|| anyhow::anyhow!("no reader for format {f:?}"))?;
+            let spec = crate::cmd::convert::log_reader(format, &a.log, a.batch_rows)?;
+            crate::cmd::access::with_parse_field(spec, &a.access)?
+        }
+    })
+}
+
 /// How each input is read.
 pub enum ReaderSpec {
     /// Detect the format of each input from its first bytes (Zeek TSV/JSON, Suricata EVE).
@@ -96,11 +130,12 @@ pub enum ReaderSpec {
     Known(Format),
     /// Any other reader (PCAP, generic logs, ...): called once per input, with the reader's own
     /// options captured in the closure. It follows the reader contract of `silt_core::emit`.
-    #[allow(dead_code)] // until the first such reader is wired in
-    Custom(
-        Box<dyn FnMut(&mut dyn BufRead, &SourceInfo, &mut dyn Emit) -> anyhow::Result<()> + Send>,
-    ),
+    Custom(ReadFn),
 }
+
+/// A reader with its options bound: `read(input, source, out)`.
+pub type ReadFn =
+    Box<dyn FnMut(&mut dyn BufRead, &SourceInfo, &mut dyn Emit) -> anyhow::Result<()> + Send>;
 
 impl From<Option<Format>> for ReaderSpec {
     fn from(f: Option<Format>) -> Self {
@@ -267,4 +302,41 @@ pub fn print_summary(s: &ImportSummary, lake: &Path) {
     if s.total_events() > 0 {
         println!("lake: {}", lake.display());
     }
+}
+
+/// `silt import pcap`: the PCAP/PCAPNG reader with its options (docs/pcap.md).
+fn pcap_reader(p: &crate::cli::PcapArgs, batch_rows: usize) -> anyhow::Result<ReaderSpec> {
+    let payload = match p.payload.as_deref() {
+        None => None,
+        Some("full") => Some(usize::MAX),
+        Some(n) => Some(n.parse::<usize>().map_err(|_| {
+            anyhow::anyhow!("--payload takes `full` or a number of bytes, not {n:?}")
+        })?),
+    };
+    let secs = |s: f64, what: &str| -> anyhow::Result<i64> {
+        anyhow::ensure!(
+            s > 0.0 && s.is_finite(),
+            "--{what} must be a positive number of seconds"
+        );
+        Ok((s * 1e6).round() as i64)
+    };
+    let opts = silt_pcap::PcapOptions {
+        batch_rows,
+        payload,
+        community_id_seed: p.community_id_seed,
+        tables: match (p.flows, p.flows_only) {
+            (_, true) => silt_pcap::Tables::Flows,
+            (true, false) => silt_pcap::Tables::PacketsAndFlows,
+            (false, false) => silt_pcap::Tables::Packets,
+        },
+        flow: silt_flow::FlowConfig {
+            idle_timeout_us: secs(p.idle_timeout, "idle-timeout")?,
+            tcp_idle_timeout_us: secs(p.tcp_idle_timeout, "tcp-idle-timeout")?,
+            active_timeout_us: secs(p.active_timeout, "active-timeout")?,
+            ..Default::default()
+        },
+    };
+    Ok(ReaderSpec::Custom(Box::new(move |input, source, out| {
+        silt_pcap::read(input, source, &opts, out)
+    })))
 }

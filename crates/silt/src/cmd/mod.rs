@@ -1,5 +1,9 @@
 //! One module per subcommand.
 
+pub mod access;
+pub mod bench;
+pub mod convert;
+pub mod ddl;
 pub mod demo;
 pub mod generate;
 pub mod import;
@@ -18,5 +22,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Inspect(a) => inspect::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Ddl(a) => ddl::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Convert(a) => convert::run(a),
     }
 }

@@ -1,0 +1,242 @@
+//! `silt bench`: reads inputs the way `silt import` does (same reader selection:
+//! [`import::reader_spec`], format detection, custom readers) into bounded memory, or loads the
+//! tables of a lake, and hands them to `silt_bench::run`. Only argument handling and printing
+//! here; the benchmark lives in the `silt-bench` crate.
+
+use std::io::BufRead;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use clap::{Parser, ValueEnum};
+use silt_bench::matrix::{self, CodecSpec};
+use silt_bench::{BenchOptions, BoundedCollect};
+use silt_core::{Emit, ReadOptions, Reject};
+use silt_lake::StoreKind;
+use silt_readers::source::{self, Input};
+
+use super::import::{self, ReaderSpec};
+use crate::cli::{BenchArgs, ImportArgs};
+
+/// `ImportArgs` parsed on its own, to build the same reader `silt import` would.
+#[derive(Parser)]
+struct ImportOnly {
+    #[command(flatten)]
+    a: ImportArgs,
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    let stores: Vec<StoreKind> = a
+        .stores
+        .iter()
+        .map(|s| s.parse().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<_>>()?;
+    let codecs: Vec<CodecSpec> = a
+        .codecs
+        .iter()
+        .map(|c| CodecSpec::parse(c))
+        .collect::<anyhow::Result<_>>()?;
+    let (configs, mut notes) = matrix::build(&stores, &codecs, &a.row_group_size);
+    anyhow::ensure!(!configs.is_empty(), "the matrix is empty: {notes:?}");
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+
+    let (tables, source) = match &a.lake {
+        Some(lake) => {
+            anyhow::ensure!(
+                a.inputs.is_empty(),
+                "give either inputs or --lake, not both"
+            );
+            eprintln!("loading tables from {} ...", lake.display());
+            (
+                silt_bench::collect::load_lake(lake, a.max_events)?,
+                format!("the tables of lake {}", lake.display()),
+            )
+        }
+        None => {
+            anyhow::ensure!(
+                !a.inputs.is_empty(),
+                "give input files/directories or --lake"
+            );
+            let name = a
+                .format
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_else(|| "auto".into());
+            let mut argv = vec![
+                "import".to_string(),
+                name.clone(),
+                "-".into(),
+                "--lake".into(),
+                "unused".into(),
+            ];
+            argv.extend(a.reader_arg.iter().cloned());
+            let ia = ImportOnly::try_parse_from(&argv)
+                .map_err(|e| anyhow::anyhow!("--reader-arg: {e}"))?
+                .a;
+            let spec = import::reader_spec(&ia)?;
+            let inputs = source::expand(&a.inputs)?;
+            eprintln!("reading {} input(s) ({name}) ...", inputs.len());
+            let mut c = BoundedCollect::new(a.max_events);
+            read_inputs(&inputs, spec, a.batch_rows, &mut c)?;
+            if c.rejects > 0 {
+                let m = format!(
+                    "{} input lines/records were rejected by the readers",
+                    c.rejects
+                );
+                eprintln!("note: {m}");
+                for r in &c.sample_rejects {
+                    eprintln!("  reject: {}:{}: {}", r.source, r.line, r.reason);
+                }
+                notes.push(m);
+            }
+            let shown: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+            (
+                c.finish(true)?,
+                format!("{} ({} files, {name})", shown.join(", "), inputs.len()),
+            )
+        }
+    };
+
+    let opts = BenchOptions {
+        out: a.out.clone(),
+        configs,
+        notes,
+        repetitions: a.repetitions.max(1),
+        min_events: a.min_events,
+        max_events: a.max_events,
+        keep_files: a.keep_files,
+        reads: !a.no_reads,
+        variants: !a.no_variants,
+        baselines: a.baselines,
+        python: a.python.clone(),
+        batch_rows: a.batch_rows,
+        source,
+    };
+    let quiet = a.quiet;
+    let outcome = silt_bench::run(tables, &opts, &mut |m| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    })?;
+    print_summary(&outcome);
+    Ok(0)
+}
+
+/// Reads every input into `out` with the reader `spec` selects: the same dispatch as
+/// `silt import`'s reader thread (detection per input for `Auto`; an undetectable or
+/// unreadable input becomes a reject, never a silent skip), without its channel.
+fn read_inputs(
+    inputs: &[Input],
+    mut spec: ReaderSpec,
+    batch_rows: usize,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
+    let opts = ReadOptions { batch_rows };
+    let counter = Arc::new(AtomicU64::new(0));
+    for input in inputs {
+        let info = input.info();
+        let mut r = match input.open(counter.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                out.reject(whole_input(&info.display, format!("{e:#}")))?;
+                continue;
+            }
+        };
+        let fmt = match &mut spec {
+            ReaderSpec::Known(f) => Some(*f),
+            ReaderSpec::Custom(_) => None,
+            ReaderSpec::Auto => match silt_readers::detect::sniff(&mut *r)? {
+                Some(f) => Some(f),
+                None if r.fill_buf()?.is_empty() => continue,
+                None => {
+                    out.reject(whole_input(
+                        &info.display,
+                        "cannot detect the format; bench it with an explicit --format".into(),
+                    ))?;
+                    continue;
+                }
+            },
+        };
+        let result = match (fmt, &mut spec) {
+            (Some(f), _) => silt_readers::read(f, &mut *r, &info, &opts, out),
+            (None, ReaderSpec::Custom(read)) => read(&mut *r, &info, out),
+            (None, _) => unreachable!("Auto and Known always choose a Format"),
+        };
+        if let Err(e) = result {
+            out.reject(whole_input(
+                &info.display,
+                format!("stopped reading: {e:#}"),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+fn whole_input(source: &str, reason: String) -> Reject {
+    Reject {
+        source: source.to_string(),
+        line: 0,
+        reason,
+        raw: Vec::new(),
+        table: None,
+    }
+}
+
+fn print_summary(o: &silt_bench::BenchOutcome) {
+    let aggs = silt_bench::report::aggregate(&o.rows);
+    let mut cfgs: Vec<&str> = Vec::new();
+    for a in &aggs {
+        if !cfgs.contains(&a.config.as_str()) {
+            cfgs.push(&a.config);
+        }
+    }
+    println!(
+        "{:<34} {:>10} {:>10} {:>10} {:>12}",
+        "configuration", "B/event", "ratio/in", "ratio/arw", "CPU ns/ev"
+    );
+    for c in cfgs {
+        let m = |f: &dyn Fn(&silt_bench::report::Agg) -> Option<f64>| {
+            silt_bench::results::median(
+                aggs.iter()
+                    .filter(|a| a.config == c)
+                    .filter_map(f)
+                    .collect(),
+            )
+        };
+        let s = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
+        println!(
+            "{:<34} {:>10} {:>10} {:>10} {:>12}",
+            c,
+            s(m(&|a| Some(a.bpe)), 1),
+            s(m(&|a| a.ratio_in), 2),
+            s(m(&|a| Some(a.ratio_arrow)), 2),
+            s(m(&|a| Some(a.ns)), 0)
+        );
+    }
+    for b in &o.baselines {
+        match &b.error {
+            Some(e) => println!("baseline {} {}: error: {e}", b.tool, b.schema),
+            None => println!(
+                "baseline {} {} on {}: {:.1} B/event, {:.0} CPU ns/event",
+                b.tool,
+                b.version,
+                b.schema,
+                b.output_bytes as f64 / b.rows.max(1) as f64,
+                b.cpu_s * 1e9 / b.rows.max(1) as f64
+            ),
+        }
+    }
+    for g in silt_bench::report::goal_summary(&o.rows, &o.baselines) {
+        println!("{g}");
+    }
+    for (s, e) in &o.skipped {
+        println!("left out {s}: {e} events (below --min-events)");
+    }
+    println!(
+        "results: {}\nreport:  {} ({} plots)",
+        o.csv.display(),
+        o.report.display(),
+        o.plots
+    );
+}
