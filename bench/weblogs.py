@@ -188,7 +188,7 @@ def main():
         return f"{x:.2f}x {'ok' if x <= goal else 'MISSED'}"
 
     lines = [
-        f"# Docker/nginx logs -> Parquet (silt {subprocess.run([a.silt, '--version'], capture_output=True, text=True).stdout.strip()}, "
+        f"# Docker/nginx logs -> Parquet ({subprocess.run([a.silt, '--version'], capture_output=True, text=True).stdout.strip()}, "
         f"DuckDB {duckdb.__version__}, pyarrow {pyarrow.__version__})",
         "",
         f"Input: {records} records (one hour, {gen_out['msgpack'][1]} access lines), MessagePack "
