@@ -51,7 +51,8 @@ WHERE cidr_contains('10.0.0.0/8', id.orig_h)."
     Inspect(InspectArgs),
     /// Generate realistic sample telemetry, import it into a local lake, and run example queries.
     Demo(DemoArgs),
-    /// Generate realistic synthetic Zeek logs or Suricata EVE (for tests, demos and benchmarks).
+    /// Generate realistic synthetic Zeek logs, Suricata EVE, packet captures or Docker nginx logs
+    /// (for tests, demos and benchmarks).
     Generate(GenerateArgs),
     /// Print a CREATE statement that lets Athena, Trino, Spark or DuckDB read a lake table in place.
     #[command(
