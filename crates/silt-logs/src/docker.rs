@@ -15,11 +15,10 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use anyhow::Context;
 use silt_core::{Emit, ReadOptions, SourceInfo};
 use silt_readers::json::Value;
 
-use crate::lines::{json_error_reason, Lines, MAX_LINE_BYTES};
+use crate::lines::{for_each_line, json_error_reason};
 use crate::sink::{kind, Sink};
 use crate::{LogFormat, LogOptions};
 
@@ -80,32 +79,18 @@ fn read_lines(
     pending: &mut HashMap<String, Pending>,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut lines = Lines::new(input);
-    while let Some(l) = lines
-        .next_line()
-        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
-    {
-        out.progress(l.consumed as u64);
-        let n = lines.lineno;
-        if l.overlong {
-            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
-        }
-        if lines.is_blank() {
-            continue;
-        }
-        let mut v = match Value::from_slice(&lines.buf) {
+    for_each_line(input, source, sink, out, |n, buf, sink, out| {
+        let mut v = match Value::from_slice(buf) {
             Ok(v) => v,
             Err(e) => {
-                sink.reject(out, n, json_error_reason(&e), lines.buf.clone())?;
-                continue;
+                sink.reject(out, n, json_error_reason(&e), buf.to_vec())?;
+                return Ok(());
             }
         };
         let Value::Object(_) = v else {
             let reason = format!("not a JSON object but {}", kind(&v));
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
+            sink.reject(out, n, reason, buf.to_vec())?;
+            return Ok(());
         };
         let stream = match v.get("stream") {
             Some(Value::Str(s)) => s.clone(),
@@ -113,15 +98,15 @@ fn read_lines(
         };
         let Some(log) = log_mut(&mut v) else {
             let reason = "no string \"log\" field (not a Docker json-file record)".to_string();
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
+            sink.reject(out, n, reason, buf.to_vec())?;
+            return Ok(());
         };
         let complete = log.ends_with('\n');
         if complete {
             log.pop();
         }
         let part = std::mem::take(log);
-        let bytes = lines.buf.len();
+        let bytes = buf.len();
         let p = match pending.remove(&stream) {
             Some(mut p) => {
                 if let Some(first) = log_mut(&mut p.record) {
@@ -137,7 +122,7 @@ fn read_lines(
                 Pending {
                     record: v,
                     line: n,
-                    raw: lines.buf.clone(),
+                    raw: buf.to_vec(),
                     bytes,
                 }
             }
@@ -147,6 +132,6 @@ fn read_lines(
         } else {
             pending.insert(stream, p);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

@@ -3,9 +3,16 @@
 //!
 //! Hand-written instead of `BufRead::read_until` so that one enormous line (a binary file read
 //! by mistake) cannot exhaust memory: a line longer than [`MAX_LINE_BYTES`] is reported as
-//! overlong with only its first bytes kept. Touches nothing but `input`.
+//! overlong with only its first bytes kept. [`for_each_line`] is the loop those readers share
+//! (progress, overlong and blank lines, read errors); [`utf8_or_reject`] the text check. Touches
+//! nothing but `input` and the rejects it hands to the [`Sink`].
 
 use std::io::{self, BufRead};
+
+use anyhow::Context;
+use silt_core::{Emit, SourceInfo};
+
+use crate::sink::Sink;
 
 /// Longer lines are rejected without being held in memory.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -99,5 +106,52 @@ pub fn json_error_reason(e: &serde_json::Error) -> String {
     match msg.strip_suffix(&loc) {
         Some(m) => format!("invalid JSON at column {}: {m}", e.column()),
         None => format!("invalid JSON: {msg}"),
+    }
+}
+
+/// Calls `each(line_number, bytes, sink, out)` for every non-blank line of `input`, after
+/// reporting its bytes as progress; an overlong line is rejected instead (with its first
+/// [`OVERLONG_KEEP`] bytes). A read error ends the loop with the line number it followed.
+pub fn for_each_line(
+    input: &mut dyn BufRead,
+    source: &SourceInfo,
+    sink: &mut Sink,
+    out: &mut dyn Emit,
+    mut each: impl FnMut(u64, &[u8], &mut Sink, &mut dyn Emit) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut lines = Lines::new(input);
+    while let Some(l) = lines
+        .next_line()
+        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
+    {
+        out.progress(l.consumed as u64);
+        let n = lines.lineno;
+        if l.overlong {
+            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
+            sink.reject(out, n, reason, lines.buf.clone())?;
+            continue;
+        }
+        if lines.is_blank() {
+            continue;
+        }
+        each(n, &lines.buf, sink, out)?;
+    }
+    Ok(())
+}
+
+/// The line as text, or `None` after rejecting it as invalid UTF-8.
+pub fn utf8_or_reject<'b>(
+    n: u64,
+    buf: &'b [u8],
+    sink: &mut Sink,
+    out: &mut dyn Emit,
+) -> anyhow::Result<Option<&'b str>> {
+    match std::str::from_utf8(buf) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => {
+            let reason = format!("invalid UTF-8 at byte {}", e.valid_up_to());
+            sink.reject(out, n, reason, buf.to_vec())?;
+            Ok(None)
+        }
     }
 }

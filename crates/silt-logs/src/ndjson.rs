@@ -6,11 +6,10 @@
 
 use std::io::BufRead;
 
-use anyhow::Context;
 use silt_core::{Emit, ReadOptions, SourceInfo};
 use silt_readers::json::Value;
 
-use crate::lines::{json_error_reason, Lines, MAX_LINE_BYTES};
+use crate::lines::{for_each_line, json_error_reason};
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
 
@@ -34,28 +33,14 @@ fn read_lines(
     sink: &mut Sink,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut lines = Lines::new(input);
-    while let Some(l) = lines
-        .next_line()
-        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
-    {
-        out.progress(l.consumed as u64);
-        let n = lines.lineno;
-        if l.overlong {
-            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
-        }
-        if lines.is_blank() {
-            continue;
-        }
-        match Value::from_slice(&lines.buf) {
-            Ok(v) => {
-                let buf = &lines.buf;
-                sink.push(v, n, &|| buf.clone(), buf.len(), out)?;
-            }
-            Err(e) => sink.reject(out, n, json_error_reason(&e), lines.buf.clone())?,
-        }
-    }
-    Ok(())
+    for_each_line(
+        input,
+        source,
+        sink,
+        out,
+        |n, buf, sink, out| match Value::from_slice(buf) {
+            Ok(v) => sink.push(v, n, &|| buf.to_vec(), buf.len(), out),
+            Err(e) => sink.reject(out, n, json_error_reason(&e), buf.to_vec()),
+        },
+    )
 }

@@ -15,13 +15,12 @@
 
 use std::io::BufRead;
 
-use anyhow::Context;
 use chrono::{Datelike, Utc};
 use silt_core::{Emit, ReadOptions, SourceInfo};
 use silt_readers::json::Value;
 use syslog_loose::{parse_message_with_year_exact_tz, ProcId, Variant};
 
-use crate::lines::{Lines, MAX_LINE_BYTES};
+use crate::lines::{for_each_line, utf8_or_reject};
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
 
@@ -108,39 +107,16 @@ fn read_lines(
     year: Option<i32>,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut lines = Lines::new(input);
-    while let Some(l) = lines
-        .next_line()
-        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
-    {
-        out.progress(l.consumed as u64);
-        let n = lines.lineno;
-        if l.overlong {
-            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
-        }
-        if lines.is_blank() {
-            continue;
-        }
-        let text = match std::str::from_utf8(&lines.buf) {
-            Ok(t) => t,
-            Err(e) => {
-                let reason = format!("invalid UTF-8 at byte {}", e.valid_up_to());
-                sink.reject(out, n, reason, lines.buf.clone())?;
-                continue;
-            }
+    for_each_line(input, source, sink, out, |n, buf, sink, out| {
+        let Some(text) = utf8_or_reject(n, buf, sink, out)? else {
+            return Ok(());
         };
         match parse_line(text, year) {
-            Some(v) => {
-                let buf = &lines.buf;
-                sink.push(v, n, &|| buf.clone(), buf.len(), out)?;
-            }
+            Some(v) => sink.push(v, n, &|| buf.to_vec(), buf.len(), out),
             None => {
                 let reason = "not a syslog line (RFC 5424 or 3164)".to_string();
-                sink.reject(out, n, reason, lines.buf.clone())?;
+                sink.reject(out, n, reason, buf.to_vec())
             }
         }
-    }
-    Ok(())
+    })
 }
