@@ -3,18 +3,17 @@
 //! tables of a lake, and hands them to `silt_bench::run`. Only argument handling and printing
 //! here; the benchmark lives in the `silt-bench` crate.
 
-use std::io::BufRead;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::{BenchOptions, BoundedCollect};
-use silt_core::{Emit, ReadOptions, Reject};
+use silt_core::ReadOptions;
 use silt_lake::StoreKind;
-use silt_readers::source::{self, Input};
+use silt_readers::source;
 
-use super::import::{self, ReaderSpec};
+use super::import;
 use crate::cli::{BenchArgs, ImportArgs};
 
 /// `ImportArgs` parsed on its own, to build the same reader `silt import` would.
@@ -74,11 +73,19 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             let ia = ImportOnly::try_parse_from(&argv)
                 .map_err(|e| anyhow::anyhow!("--reader-arg: {e}"))?
                 .a;
-            let spec = import::reader_spec(&ia)?;
+            let mut spec = import::reader_spec(&ia)?;
             let inputs = source::expand(&a.inputs)?;
             eprintln!("reading {} input(s) ({name}) ...", inputs.len());
             let mut c = BoundedCollect::new(a.max_events);
-            read_inputs(&inputs, spec, a.batch_rows, &mut c)?;
+            import::read_inputs(
+                &inputs,
+                &mut spec,
+                &ReadOptions {
+                    batch_rows: a.batch_rows,
+                },
+                Arc::new(AtomicU64::new(0)),
+                &mut c,
+            )?;
             if c.rejects > 0 {
                 let m = format!(
                     "{} input lines/records were rejected by the readers",
@@ -121,66 +128,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     })?;
     print_summary(&outcome);
     Ok(0)
-}
-
-/// Reads every input into `out` with the reader `spec` selects: the same dispatch as
-/// `silt import`'s reader thread (detection per input for `Auto`; an undetectable or
-/// unreadable input becomes a reject, never a silent skip), without its channel.
-fn read_inputs(
-    inputs: &[Input],
-    mut spec: ReaderSpec,
-    batch_rows: usize,
-    out: &mut dyn Emit,
-) -> anyhow::Result<()> {
-    let opts = ReadOptions { batch_rows };
-    let counter = Arc::new(AtomicU64::new(0));
-    for input in inputs {
-        let info = input.info();
-        let mut r = match input.open(counter.clone()) {
-            Ok(r) => r,
-            Err(e) => {
-                out.reject(whole_input(&info.display, format!("{e:#}")))?;
-                continue;
-            }
-        };
-        let fmt = match &mut spec {
-            ReaderSpec::Known(f) => Some(*f),
-            ReaderSpec::Custom(_) => None,
-            ReaderSpec::Auto => match silt_readers::detect::sniff(&mut *r)? {
-                Some(f) => Some(f),
-                None if r.fill_buf()?.is_empty() => continue,
-                None => {
-                    out.reject(whole_input(
-                        &info.display,
-                        "cannot detect the format; bench it with an explicit --format".into(),
-                    ))?;
-                    continue;
-                }
-            },
-        };
-        let result = match (fmt, &mut spec) {
-            (Some(f), _) => silt_readers::read(f, &mut *r, &info, &opts, out),
-            (None, ReaderSpec::Custom(read)) => read(&mut *r, &info, out),
-            (None, _) => unreachable!("Auto and Known always choose a Format"),
-        };
-        if let Err(e) = result {
-            out.reject(whole_input(
-                &info.display,
-                format!("stopped reading: {e:#}"),
-            ))?;
-        }
-    }
-    Ok(())
-}
-
-fn whole_input(source: &str, reason: String) -> Reject {
-    Reject {
-        source: source.to_string(),
-        line: 0,
-        reason,
-        raw: Vec::new(),
-        table: None,
-    }
 }
 
 fn print_summary(o: &silt_bench::BenchOutcome) {

@@ -232,7 +232,22 @@ fn read_all(
     counter: Arc<AtomicU64>,
     tx: SyncSender<Msg>,
 ) -> anyhow::Result<()> {
-    let mut out = ChannelEmit(tx);
+    // When the writer is gone, the reject below fails and that error ends the reading; the
+    // writer's own error is the one `import` reports.
+    read_inputs(inputs, &mut format, opts, counter, &mut ChannelEmit(tx))
+}
+
+/// Reads every input into `out` with the reader `spec` selects (detection per input for
+/// `Auto`). An unreadable or undetectable input, or one that breaks off (corrupt gzip, I/O
+/// error), becomes a reject of that input: what was read is kept and the other inputs go on.
+/// Shared by `silt import` (into the writer's channel) and `silt bench` (into memory).
+pub fn read_inputs(
+    inputs: &[Input],
+    spec: &mut ReaderSpec,
+    opts: &ReadOptions,
+    counter: Arc<AtomicU64>,
+    out: &mut dyn Emit,
+) -> anyhow::Result<()> {
     for input in inputs {
         let info = input.info();
         let mut r = match input.open(counter.clone()) {
@@ -242,7 +257,7 @@ fn read_all(
                 continue;
             }
         };
-        let fmt = match &mut format {
+        let fmt = match spec {
             ReaderSpec::Known(f) => Some(*f),
             ReaderSpec::Custom(_) => None,
             ReaderSpec::Auto => match silt_readers::detect::sniff(&mut *r)? {
@@ -254,7 +269,7 @@ fn read_all(
                     out.reject(Reject {
                         source: info.display.clone(),
                         line: 1,
-                        reason: "cannot detect the format (not Zeek TSV/JSON or Suricata EVE); import it with an explicit format".into(),
+                        reason: "cannot detect the format (not Zeek TSV/JSON or Suricata EVE); give the format explicitly".into(),
                         raw: head.split(|&c| c == b'\n').next().unwrap_or(&[]).to_vec(),
                         table: None,
                     })?;
@@ -262,18 +277,12 @@ fn read_all(
                 }
             },
         };
-        let result = match (fmt, &mut format) {
-            (Some(fmt), _) => silt_readers::read(fmt, &mut *r, &info, opts, &mut out),
-            (None, ReaderSpec::Custom(read)) => read(&mut *r, &info, &mut out),
+        let result = match (fmt, &mut *spec) {
+            (Some(fmt), _) => silt_readers::read(fmt, &mut *r, &info, opts, out),
+            (None, ReaderSpec::Custom(read)) => read(&mut *r, &info, out),
             (None, _) => unreachable!("Auto and Known always choose a Format"),
         };
         if let Err(e) = result {
-            if out.0.send(Msg::Progress(0)).is_err() {
-                // The writer is gone; its error is the one to report.
-                return Err(e);
-            }
-            // The input broke off (corrupt gzip, I/O error): what was read is kept, the
-            // failure is recorded as a reject of that input, and the other inputs go on.
             out.reject(whole_input_reject(
                 &info.display,
                 format!("stopped reading: {e:#}"),
