@@ -245,7 +245,8 @@ impl<'a> Dec<'a> {
                 let nanos = u32::from_be_bytes(data[..4].try_into().expect("4")) as i64;
                 let secs = i64::from_be_bytes(data[4..].try_into().expect("8"));
                 secs.checked_mul(1_000_000)
-                    .map_or(Value::Null, |s| Value::Time(s + nanos / 1000))
+                    .and_then(|s| s.checked_add(nanos / 1000))
+                    .map_or(Value::Null, Value::Time)
             }
             // fluentd's EventTime: seconds and nanoseconds, big-endian u32 each.
             (0, 8) => {
