@@ -572,7 +572,12 @@ fn sort_buffered(
     }
     let picks: Vec<(usize, usize)> = order.values().iter().map(|&i| origin[i as usize]).collect();
     let refs: Vec<&RecordBatch> = batches.iter().collect();
-    Ok(interleave_record_batch(&refs, &picks)?)
+    let sorted = interleave_record_batch(&refs, &picks)?;
+    // Under the table's schema (with its metadata), as `concat_batches(schema, ..)` gives.
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        sorted.columns().to_vec(),
+    )?)
 }
 
 fn sort_columns(batch: &RecordBatch, keys: &[String]) -> anyhow::Result<Vec<SortColumn>> {
