@@ -8,8 +8,9 @@ mod units;
 use clap::Parser;
 
 /// mimalloc instead of glibc malloc: imports allocate and free many multi-megabyte column
-/// buffers, which glibc serves with fresh mmap/munmap each time (page faults and zeroing showed
-/// up as a large share of system time in `perf` profiles of `silt import`).
+/// buffers, which glibc serves with fresh mmap/munmap each time; a `perf` profile of `silt import`
+/// showed page faults and page zeroing in its system time. The gain has not been measured on a
+/// quiet machine yet (see docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
