@@ -4,42 +4,53 @@
 //! published atomically (hidden temp name, fsync, rename) like lake files.
 //!
 //! Sorting: rows are sorted by `cfg.sort` (or the time column named in `silt.time_column`) in
-//! bounded memory. Batches are buffered until they hold a third of `cfg.memory_bytes` (Arrow
-//! memory; the sort needs about as much again), then sorted and spilled as a *run* to a hidden
-//! temporary Arrow IPC file next to the output. At the end, if nothing was spilled, the buffer is
-//! sorted and written directly; otherwise the runs are merged (k-way, comparing `arrow-row`
-//! keys) into the output, one batch of each run in memory at a time. Without sort keys the
-//! batches are written in input order (through the same runs when they exceed the budget).
+//! bounded memory, in one pass when the input is roughly in order (as logs are):
+//! 1. batches are buffered (unsorted) up to `cfg.sort_buffer_bytes`; then the buffer is sorted
+//!    and its lower half is written straight into the output file (the *main run*), the upper
+//!    half kept (replacement-selection style: input out of order by less than about half the
+//!    buffer still comes out in order, and nothing is written twice);
+//! 2. rows older than what the main run already holds are *late*: they are buffered up to a
+//!    third of `cfg.memory_bytes` and spilled, sorted, as temporary Arrow IPC runs;
+//! 3. at the end, with no late rows the main run is the output and is published as it is;
+//!    otherwise the main run (read back from its temporary Parquet/Feather file) and the late runs
+//!    are merged (k-way, comparing `arrow-row` keys) into the output, one batch of each run in
+//!    memory at a time.
+//!
+//! Without sort keys the batches are written in input order, straight into the main run.
 //!
 //! Schemas: successive batches may differ (a new field, a widened type); the output's schema is
-//! the unification of all of them (`silt_core::schema`), and every batch and run is conformed to
-//! it before it is written. Rejects go to `<rejects root>/_rejects/` as for a lake.
+//! the unification of all of them (`silt_core::schema`). A change closes the main run (it becomes
+//! a run to merge) and a new main run starts with the unified schema; every batch and run is
+//! conformed to the final schema when it is written. Rejects go to `<rejects root>/_rejects/` as
+//! for a lake.
 //!
 //! Touches only the output file, its hidden temporary files in the same directory, and the
 //! rejects directory.
 
+use std::cmp::Ordering;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use arrow::array::{ArrayRef, RecordBatch};
+use arrow::array::{make_comparator, ArrayRef, DynComparator, RecordBatch, UInt32Array};
 use arrow::compute::{
-    concat_batches, interleave_record_batch, lexsort_to_indices, take_record_batch, SortColumn,
-    SortOptions,
+    concat_batches, interleave_record_batch, take_record_batch, SortColumn, SortOptions,
 };
 use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
 use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
-use arrow_row::{RowConverter, Rows, SortField};
+use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use silt_core::{meta, schema, Emit, Reject, TableName};
 
-use crate::config::WriterConfig;
+use crate::config::{StoreKind, WriterConfig};
 use crate::publish::{DirectoryPublisher, PendingFile, PublishedFile, Publisher};
 use crate::rejects::RejectWriter;
 use crate::store;
-use crate::writer::column_by_path;
+use crate::writer::{column_by_path, partition_point, sort_buffered};
 
 /// Rows per batch handed to the file sink.
 const OUT_ROWS: usize = 65536;
@@ -52,9 +63,51 @@ pub struct SingleSummary {
     pub rows: u64,
     pub rejects: u64,
     pub rejects_file: Option<PathBuf>,
-    /// Sorted runs spilled to temporary files (0 = sorted in memory).
+    /// Runs merged into the output (0 = written in one pass: the input was in order, or close).
     pub runs: usize,
     pub bytes_in: u64,
+}
+
+/// A sorted temporary file to merge at the end.
+enum RunFile {
+    /// Late rows, as Arrow IPC.
+    Ipc(PathBuf),
+    /// A main run closed by a schema change or followed by late rows, in the output's store.
+    Main(PathBuf, StoreKind),
+}
+
+impl RunFile {
+    fn path(&self) -> &Path {
+        match self {
+            RunFile::Ipc(p) | RunFile::Main(p, _) => p,
+        }
+    }
+
+    /// The run's batches, in order.
+    fn open(&self) -> anyhow::Result<Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>>> {
+        let p = self.path();
+        let f = File::open(p).with_context(|| format!("cannot reopen {}", p.display()))?;
+        Ok(match self {
+            RunFile::Main(_, StoreKind::Parquet) => Box::new(
+                ParquetRecordBatchReaderBuilder::try_new(f)?
+                    .with_batch_size(OUT_ROWS)
+                    .build()?,
+            ),
+            RunFile::Ipc(_) | RunFile::Main(_, StoreKind::Feather) => {
+                Box::new(FileReader::try_new(BufReader::new(f), None)?)
+            }
+        })
+    }
+}
+
+/// The file the in-order rows stream into.
+struct MainRun {
+    path: PathBuf,
+    schema: SchemaRef,
+    sink: Box<dyn store::FileSink>,
+    rows: u64,
+    /// Sort key of the last row written.
+    last_key: Option<OwnedRow>,
 }
 
 /// Writes one file; see the module documentation.
@@ -64,10 +117,18 @@ pub struct SingleFileWriter {
     table: Option<TableName>,
     schema: Option<SchemaRef>,
     sort_keys: Option<Vec<String>>,
-    pending: Vec<RecordBatch>,
-    pending_bytes: usize,
-    runs: Vec<PathBuf>,
-    /// Rows received (sizes the bloom filters).
+    /// The sort buffer (step 1), under the current schema's predecessors.
+    window: Vec<RecordBatch>,
+    window_bytes: usize,
+    main: Option<MainRun>,
+    /// Late rows not spilled yet (step 2).
+    late: Vec<RecordBatch>,
+    late_bytes: usize,
+    runs: Vec<RunFile>,
+    /// Temporary files created so far (names stay unique).
+    temp_files: usize,
+    converter: Option<RowConverter>,
+    /// Rows received (sizes the bloom filters of a merged output).
     rows_in: usize,
     rejects: RejectWriter,
     summary: SingleSummary,
@@ -87,17 +148,31 @@ impl SingleFileWriter {
             table: None,
             schema: None,
             sort_keys: None,
-            pending: Vec::new(),
-            pending_bytes: 0,
+            window: Vec::new(),
+            window_bytes: 0,
+            main: None,
+            late: Vec::new(),
+            late_bytes: 0,
             runs: Vec::new(),
+            temp_files: 0,
+            converter: None,
             rows_in: 0,
             rejects: RejectWriter::new(rejects_root),
             summary: SingleSummary::default(),
         })
     }
 
-    fn budget(&self) -> usize {
+    /// Memory for late rows before they are spilled.
+    fn late_budget(&self) -> usize {
         (self.cfg.memory_bytes / 3).max(1 << 20)
+    }
+
+    /// The sort buffer: `--sort-buffer`, within a third of `--memory`.
+    fn window_budget(&self) -> usize {
+        self.cfg
+            .sort_buffer_bytes
+            .min(self.cfg.memory_bytes / 3)
+            .max(1 << 20)
     }
 
     fn push(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
@@ -148,12 +223,21 @@ impl SingleFileWriter {
             }
             self.sort_keys = Some(keys);
         }
+        let changed = self
+            .schema
+            .as_ref()
+            .is_some_and(|s| s.fields() != unified.fields());
+        if changed {
+            // What is buffered belongs to the old schema's main run; that run is complete.
+            self.write_window(true)?;
+            self.close_main()?;
+        }
         self.schema = Some(unified);
         self.rows_in += batch.num_rows();
-        self.pending_bytes += batch.get_array_memory_size();
-        self.pending.push(batch);
-        if self.pending_bytes >= self.budget() {
-            self.spill()?;
+        self.window_bytes += batch.get_array_memory_size();
+        self.window.push(batch);
+        if self.window_bytes >= self.window_budget() {
+            self.write_window(false)?;
         }
         Ok(())
     }
@@ -162,47 +246,199 @@ impl SingleFileWriter {
         self.sort_keys.as_deref().unwrap_or(&[])
     }
 
-    /// The buffered rows, conformed to the current schema and sorted.
-    fn take_sorted(&mut self) -> anyhow::Result<Option<RecordBatch>> {
-        if self.pending.is_empty() {
-            return Ok(None);
-        }
-        let schema = self.schema.clone().expect("schema");
-        let parts = std::mem::take(&mut self.pending)
-            .iter()
-            .map(|b| schema::conform(b, &schema))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.pending_bytes = 0;
-        let all = concat_batches(&schema, &parts)?;
-        drop(parts);
-        let cols = sort_columns(&all, self.keys())?;
-        if cols.is_empty() {
-            return Ok(Some(all));
-        }
-        let idx = lexsort_to_indices(&cols, None)?;
-        Ok(Some(take_record_batch(&all, &idx)?))
-    }
-
-    fn run_path(&self, n: usize) -> PathBuf {
+    fn temp_path(&mut self, what: &str) -> PathBuf {
         let name = self
             .path
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_else(|| "out".into());
-        self.path
-            .with_file_name(format!(".{name}.run{n}.{}.inprogress", std::process::id()))
+        self.temp_files += 1;
+        self.path.with_file_name(format!(
+            ".{name}.{what}{}.{}.inprogress",
+            self.temp_files,
+            std::process::id()
+        ))
     }
 
-    /// Sorts the buffer and writes it as a run file.
-    fn spill(&mut self) -> anyhow::Result<()> {
-        let Some(sorted) = self.take_sorted()? else {
+    /// Sort-key rows of a sorted batch (`None` without sort keys).
+    fn key_rows(&mut self, b: &RecordBatch) -> anyhow::Result<Option<Rows>> {
+        let cols: Vec<ArrayRef> = sort_columns(b, self.keys())?
+            .into_iter()
+            .map(|c| c.values)
+            .collect();
+        if cols.is_empty() {
+            return Ok(None);
+        }
+        if self.converter.is_none() {
+            let fields = cols
+                .iter()
+                .map(|c| SortField::new_with_options(c.data_type().clone(), sort_options()))
+                .collect();
+            self.converter = Some(RowConverter::new(fields)?);
+        }
+        Ok(Some(
+            self.converter
+                .as_ref()
+                .expect("set")
+                .convert_columns(&cols)?,
+        ))
+    }
+
+    /// Step 1: sorts the buffer and writes its lower half (all of it when `all`) to the main
+    /// run; rows older than the main run's last row go to the late buffer. A buffer that is
+    /// already in order (logs usually are) is written as it is, without the sort's copy.
+    fn write_window(&mut self, all: bool) -> anyhow::Result<()> {
+        if self.window.is_empty() {
             return Ok(());
+        }
+        let schema = self.schema.clone().expect("schema");
+        let parts = std::mem::take(&mut self.window)
+            .iter()
+            .map(|b| schema::conform(b, &schema))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total_bytes = std::mem::take(&mut self.window_bytes);
+        let keys = self.keys().to_vec();
+        let sorted = if keys.is_empty() || in_order(&parts, &keys)? {
+            parts
+        } else {
+            vec![sort_buffered(&schema, &parts, &keys)?]
         };
-        let path = self.run_path(self.runs.len());
-        self.runs.push(path.clone());
+        let n: usize = sorted.iter().map(RecordBatch::num_rows).sum();
+        let emit = if all || keys.is_empty() { n } else { n / 2 };
+        // Batches (or slices) holding rows [0, emit) are written; the rest stay buffered.
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        for b in sorted {
+            let rows = b.num_rows();
+            if at + rows <= emit {
+                chunks.push(b);
+            } else if at >= emit {
+                self.window.push(b);
+            } else {
+                let cut = emit - at;
+                chunks.push(b.slice(0, cut));
+                self.window.push(b.slice(cut, rows - cut));
+            }
+            at += rows;
+        }
+        self.window_bytes = total_bytes * (n - emit) / n.max(1);
+        if self.main.is_none() && !chunks.is_empty() {
+            self.open_main(&schema, &chunks)?;
+        }
+        for chunk in chunks {
+            self.write_sorted(&chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the main run. The store decides column encodings from a sample of the first rows
+    /// ([`store::CARDINALITY_SAMPLE`] of them, which the chunks of an in-order input are smaller
+    /// than one by one).
+    fn open_main(&mut self, schema: &SchemaRef, chunks: &[RecordBatch]) -> anyhow::Result<()> {
+        let mut sample = Vec::new();
+        let mut rows = 0;
+        for c in chunks {
+            if rows >= store::CARDINALITY_SAMPLE {
+                break;
+            }
+            let k = c.num_rows().min(store::CARDINALITY_SAMPLE - rows);
+            sample.push(c.slice(0, k));
+            rows += k;
+        }
+        let sample = concat_batches(schema, &sample)?;
+        let path = self.temp_path("main");
         let f = File::create(&path)
             .with_context(|| format!("cannot create temporary file {}", path.display()))?;
-        let mut w = FileWriter::try_new(std::io::BufWriter::new(f), &sorted.schema())?;
+        let out = BufWriter::with_capacity(1 << 20, f);
+        // Bloom filters start at the largest size and are folded down when written.
+        let sink = store::open(&self.cfg, schema, self.keys(), usize::MAX, &sample, out)?;
+        self.main = Some(MainRun {
+            path,
+            schema: schema.clone(),
+            sink,
+            rows: 0,
+            last_key: None,
+        });
+        Ok(())
+    }
+
+    /// Appends a sorted chunk to the open main run, its rows older than the main run's last row
+    /// to the late buffer.
+    fn write_sorted(&mut self, chunk: &RecordBatch) -> anyhow::Result<()> {
+        let emit = chunk.num_rows();
+        if emit == 0 {
+            return Ok(());
+        }
+        // Rows [start, emit) extend the main run; rows [0, start) are older than its last row.
+        // Only the first and last keys are converted unless the chunk starts too early.
+        let last = self.main.as_ref().and_then(|m| m.last_key.clone());
+        let start = match (&last, self.key_rows(&chunk.slice(0, 1))?) {
+            (Some(last), Some(first)) if first.row(0) < last.row() => {
+                let rows = self.key_rows(chunk)?.expect("keys");
+                partition_point(0, emit, |j| rows.row(j) < last.row())
+            }
+            _ => 0,
+        };
+        if start > 0 {
+            // Copied out of the chunk: a slice would keep the chunk's buffers alive.
+            let late = take_record_batch(chunk, &UInt32Array::from_iter_values(0..start as u32))?;
+            self.late_bytes += late.get_array_memory_size();
+            self.late.push(late);
+            if self.late_bytes >= self.late_budget() {
+                self.spill_late()?;
+            }
+        }
+        if start == emit {
+            return Ok(());
+        }
+        let part = chunk.slice(start, emit - start);
+        let last_key = self
+            .key_rows(&chunk.slice(emit - 1, 1))?
+            .map(|r| r.row(0).owned());
+        let main = self.main.as_mut().expect("open");
+        let mut off = 0;
+        while off < part.num_rows() {
+            let k = OUT_ROWS.min(part.num_rows() - off);
+            main.sink.write(&part.slice(off, k))?;
+            off += k;
+        }
+        main.rows += part.num_rows() as u64;
+        main.last_key = last_key;
+        Ok(())
+    }
+
+    /// Finishes the main run's file and keeps it as a run to merge.
+    fn close_main(&mut self) -> anyhow::Result<()> {
+        let Some(main) = self.main.take() else {
+            return Ok(());
+        };
+        self.runs
+            .push(RunFile::Main(main.path.clone(), self.cfg.store));
+        let w = main.sink.finish()?;
+        w.into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", main.path.display()))?;
+        Ok(())
+    }
+
+    /// Step 2: sorts the late rows and writes them as an IPC run.
+    fn spill_late(&mut self) -> anyhow::Result<()> {
+        if self.late.is_empty() {
+            return Ok(());
+        }
+        let schema = self.schema.clone().expect("schema");
+        let parts = std::mem::take(&mut self.late)
+            .iter()
+            .map(|b| schema::conform(b, &schema))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.late_bytes = 0;
+        let sorted = sort_buffered(&schema, &parts, self.keys())?;
+        drop(parts);
+        let path = self.temp_path("late");
+        self.runs.push(RunFile::Ipc(path.clone()));
+        let f = File::create(&path)
+            .with_context(|| format!("cannot create temporary file {}", path.display()))?;
+        let mut w = FileWriter::try_new(BufWriter::new(f), &sorted.schema())?;
         let mut off = 0;
         while off < sorted.num_rows() {
             let n = OUT_ROWS.min(sorted.num_rows() - off);
@@ -216,11 +452,13 @@ impl SingleFileWriter {
     /// Writes the file and publishes it.
     pub fn finish(mut self) -> anyhow::Result<SingleSummary> {
         let result = self.write_output();
+        if let Some(m) = self.main.take() {
+            let _ = std::fs::remove_file(&m.path);
+        }
         for r in &self.runs {
-            let _ = std::fs::remove_file(r);
+            let _ = std::fs::remove_file(r.path());
         }
         let file = result?;
-        self.summary.runs = self.runs.len();
         self.summary.file = file;
         let rejects = std::mem::replace(&mut self.rejects, RejectWriter::new(Path::new(".")));
         self.summary.rejects_file = rejects.finish()?;
@@ -232,22 +470,31 @@ impl SingleFileWriter {
             return Ok(None);
         };
         let table = self.table.clone().expect("table with schema");
+        self.write_window(true)?;
+        let in_one_pass = self.runs.is_empty()
+            && self.late.is_empty()
+            && self
+                .main
+                .as_ref()
+                .is_some_and(|m| m.schema.fields() == schema.fields());
+        if in_one_pass {
+            let main = self.main.take().expect("main run");
+            let w = main.sink.finish()?;
+            let file = PendingFile {
+                table,
+                final_path: self.path.clone(),
+                temp_path: main.path,
+            };
+            self.summary.rows = main.rows;
+            return Ok(Some(DirectoryPublisher.publish(file, w, main.rows)?));
+        }
+        self.close_main()?;
+        self.spill_late()?;
+        self.summary.runs = self.runs.len();
         let (path, cfg) = (self.path.clone(), self.cfg.clone());
         let mut out = Output::new(&path, table, &cfg, &schema, self.keys().to_vec());
         out.expected_rows = self.rows_in;
-        if self.runs.is_empty() {
-            if let Some(sorted) = self.take_sorted()? {
-                let mut off = 0;
-                while off < sorted.num_rows() {
-                    let n = OUT_ROWS.min(sorted.num_rows() - off);
-                    out.write(&sorted.slice(off, n))?;
-                    off += n;
-                }
-            }
-        } else {
-            self.spill()?;
-            self.merge(&schema, &mut out)?;
-        }
+        self.merge(&schema, &mut out)?;
         self.summary.rows = out.rows;
         out.finish()
     }
@@ -255,11 +502,9 @@ impl SingleFileWriter {
     /// K-way merge of the sorted runs (or their concatenation without sort keys).
     fn merge(&self, schema: &SchemaRef, out: &mut Output) -> anyhow::Result<()> {
         let mut runs: Vec<RunCursor> = Vec::new();
-        for p in &self.runs {
-            let f = File::open(p).with_context(|| format!("cannot reopen {}", p.display()))?;
-            let reader = FileReader::try_new(BufReader::new(f), None)?;
+        for r in &self.runs {
             runs.push(RunCursor {
-                reader,
+                reader: r.open()?,
                 batch: None,
                 rows: None,
                 idx: 0,
@@ -337,7 +582,7 @@ fn flush_picks(
 }
 
 struct RunCursor {
-    reader: FileReader<BufReader<File>>,
+    reader: Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>>,
     batch: Option<RecordBatch>,
     rows: Option<Rows>,
     idx: usize,
@@ -376,6 +621,47 @@ impl RunCursor {
         }
         Ok(())
     }
+}
+
+/// Whether `batches`, one after the other, are already sorted by `keys`: one comparison per row,
+/// against a sort's copy of every value.
+fn in_order(batches: &[RecordBatch], keys: &[String]) -> anyhow::Result<bool> {
+    fn le(cmps: &[DynComparator], i: usize, j: usize) -> bool {
+        for c in cmps {
+            match c(i, j) {
+                Ordering::Less => return true,
+                Ordering::Greater => return false,
+                Ordering::Equal => {}
+            }
+        }
+        true
+    }
+    let mut prev: Option<Vec<ArrayRef>> = None;
+    for b in batches.iter().filter(|b| b.num_rows() > 0) {
+        let cols: Vec<ArrayRef> = sort_columns(b, keys)?
+            .into_iter()
+            .map(|c| c.values)
+            .collect();
+        if let Some(p) = &prev {
+            let across = p
+                .iter()
+                .zip(&cols)
+                .map(|(a, c)| make_comparator(a.as_ref(), c.as_ref(), sort_options()))
+                .collect::<Result<Vec<_>, _>>()?;
+            if !le(&across, p[0].len() - 1, 0) {
+                return Ok(false);
+            }
+        }
+        let within = cols
+            .iter()
+            .map(|c| make_comparator(c.as_ref(), c.as_ref(), sort_options()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !(1..b.num_rows()).all(|i| le(&within, i - 1, i)) {
+            return Ok(false);
+        }
+        prev = Some(cols);
+    }
+    Ok(true)
 }
 
 fn sort_options() -> SortOptions {

@@ -500,7 +500,7 @@ impl LakeWriter {
     }
 }
 
-fn partition_point(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+pub(crate) fn partition_point(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (lo, hi);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -544,7 +544,7 @@ pub fn column_by_path(batch: &RecordBatch, path: &str) -> Option<ArrayRef> {
 /// Only the key columns are concatenated to compute the order; the rows are then gathered from
 /// the buffered batches in one pass (`interleave`), so every value is copied once, not twice as
 /// with concatenating everything and then `take` (the copies showed in import profiles).
-fn sort_buffered(
+pub(crate) fn sort_buffered(
     schema: &SchemaRef,
     batches: &[RecordBatch],
     keys: &[String],

@@ -117,3 +117,100 @@ fn in_memory_and_feather() {
     assert_eq!(first.value(0), 0);
     assert_eq!(first.value(1), 1);
 }
+
+/// `n` NDJSON records whose times follow `time_of(i)`; `k` is the record's rank by time.
+fn records(n: u64, time_of: impl Fn(u64) -> u64, later_from: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let k = time_of(i);
+        let extra = if i >= later_from {
+            format!(",\"later\":\"x{i}\"")
+        } else {
+            String::new()
+        };
+        out.extend_from_slice(
+            format!(
+                "{{\"ts\":{},\"k\":{k},\"pad\":\"{}\"{extra}}}\n",
+                1_700_000_000_000i64 + k as i64,
+                "p".repeat(40)
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+/// The file holds `n` rows sorted by time, with `k` = position.
+fn assert_sorted_ranks(path: &std::path::Path, n: u64) {
+    let b = common::read_parquet(path);
+    assert_eq!(b.num_rows() as u64, n);
+    let k = b.column_by_name("k").unwrap().as_primitive::<Int64Type>();
+    let ts = b
+        .column_by_name("ts")
+        .unwrap()
+        .as_primitive::<TimestampMicrosecondType>();
+    for i in 0..b.num_rows() {
+        assert_eq!(k.value(i), i as i64, "row {i}");
+        assert_eq!(ts.value(i), (1_700_000_000_000 + i as i64) * 1000);
+    }
+}
+
+#[test]
+fn in_order_input_larger_than_memory_is_written_in_one_pass() {
+    // 64Ki records (about 6 MiB as Arrow) through a 1 MiB sort buffer: nothing is late, so the
+    // output is written once, with no temporary runs to merge.
+    let n = 1u64 << 16;
+    let cfg = WriterConfig {
+        memory_bytes: 3 << 20,
+        sort_buffer_bytes: 1 << 20,
+        ..WriterConfig::default()
+    };
+    let (path, runs, _dir) = convert_with(cfg, "out.parquet", &records(n, |i| i, n));
+    assert_eq!(runs, 0);
+    assert_sorted_ranks(&path, n);
+}
+
+#[test]
+fn rows_out_of_order_within_the_sort_buffer_still_make_one_pass() {
+    // Pairs swapped (1,0,3,2,...): out of order by one row, far less than half the buffer.
+    let n = 1u64 << 16;
+    let cfg = WriterConfig {
+        memory_bytes: 3 << 20,
+        sort_buffer_bytes: 1 << 20,
+        ..WriterConfig::default()
+    };
+    let (path, runs, _dir) = convert_with(cfg, "out.parquet", &records(n, |i| i ^ 1, n));
+    assert_eq!(runs, 0);
+    assert_sorted_ranks(&path, n);
+}
+
+#[test]
+fn late_rows_are_merged_into_the_one_file() {
+    // In order, except that every 100th record arrives 30k records late (the 1 MiB buffer holds
+    // about 10k): those rows are older than what the main run holds by then, so they are kept
+    // aside and merged at the end. The new field half way also closes the main run.
+    let n = 1u64 << 16;
+    let mut arrival: Vec<u64> = Vec::new();
+    let mut delayed: std::collections::VecDeque<(u64, u64)> = Default::default();
+    for t in 0..n {
+        if t % 100 == 0 && t + 30_000 < n {
+            delayed.push_back((t + 30_000, t));
+        } else {
+            arrival.push(t);
+        }
+        while delayed.front().is_some_and(|&(due, _)| due <= t) {
+            arrival.push(delayed.pop_front().unwrap().1);
+        }
+    }
+    arrival.extend(delayed.into_iter().map(|(_, t)| t));
+    assert_eq!(arrival.len() as u64, n);
+    let cfg = WriterConfig {
+        memory_bytes: 3 << 20,
+        sort_buffer_bytes: 1 << 20,
+        ..WriterConfig::default()
+    };
+    let bytes = records(n, |i| arrival[i as usize], n / 2);
+    let (path, runs, _dir) = convert_with(cfg, "out.parquet", &bytes);
+    assert!(runs >= 2, "runs: {runs}");
+    assert_sorted_ranks(&path, n);
+}

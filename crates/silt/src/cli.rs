@@ -189,6 +189,9 @@ pub struct ConvertArgs {
     /// Exit with status 2 if any record was rejected (everything valid is still written).
     #[arg(long)]
     pub strict: bool,
+    /// Do not show the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Rows per record batch.
     #[arg(long, default_value_t = 16384, hide = true)]
     pub batch_rows: usize,

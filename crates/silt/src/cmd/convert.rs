@@ -6,7 +6,7 @@
 //! Touches the inputs, the output file (and its hidden temporary files) and `_rejects/` next to
 //! the output.
 
-use std::io::BufRead as _;
+use std::io::{BufRead as _, IsTerminal as _};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use silt_logs::{LogFormat, LogOptions, TargetSchema};
 use silt_readers::source;
 
 use crate::cli::{ConvertArgs, ImportFormat, LogArgs};
-use crate::cmd::import::{writer_config, ReaderSpec};
+use crate::cmd::import::{pipeline, writer_config, ReaderSpec};
 
 /// The generic log format of an `ImportFormat`, if it is one.
 pub fn log_format(f: ImportFormat) -> Option<LogFormat> {
@@ -112,49 +112,58 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     let ro = ReadOptions {
         batch_rows: a.batch_rows,
     };
-    let counter = Arc::new(AtomicU64::new(0));
-    for input in &inputs {
-        let info = input.info();
-        let path = match input {
-            source::Input::File(p) => Some(p.as_path()),
-            source::Input::Stdin => None,
-        };
-        let mut r = match input.open(counter.clone()) {
-            Ok(r) => r,
-            Err(e) => {
-                w.reject(whole(&info.display, format!("{e:#}")))?;
+    let total: Option<u64> = inputs.iter().map(source::Input::size).sum();
+    let show_progress = !a.quiet && std::io::stderr().is_terminal();
+    // Reading on a reader thread; --parse-field, sorting and encoding on this one (parsing the
+    // field on the reader thread made it the bottleneck: 71 % of a run's CPU samples).
+    let read = move |counter: Arc<AtomicU64>, out: &mut dyn Emit| -> anyhow::Result<()> {
+        for input in &inputs {
+            let info = input.info();
+            let path = match input {
+                source::Input::File(p) => Some(p.as_path()),
+                source::Input::Stdin => None,
+            };
+            let mut r = match input.open(counter.clone()) {
+                Ok(r) => r,
+                Err(e) => {
+                    out.reject(whole(&info.display, format!("{e:#}")))?;
+                    continue;
+                }
+            };
+            let format = match forced.or_else(|| path.and_then(LogFormat::from_path)) {
+                Some(f) => Some(f),
+                None => LogFormat::sniff(r.fill_buf()?),
+            };
+            let Some(format) = format else {
+                if !r.fill_buf()?.is_empty() {
+                    out.reject(whole(
+                        &info.display,
+                        "cannot detect the format; give --format".into(),
+                    ))?;
+                }
                 continue;
+            };
+            // One output file is one table: the first input names it for all.
+            if lo.table.is_none() {
+                lo.table = Some(silt_logs::default_table(format, &info));
             }
-        };
-        let format = match forced.or_else(|| path.and_then(LogFormat::from_path)) {
-            Some(f) => Some(f),
-            None => LogFormat::sniff(r.fill_buf()?),
-        };
-        let Some(format) = format else {
-            if !r.fill_buf()?.is_empty() {
-                w.reject(whole(
-                    &info.display,
-                    "cannot detect the format; give --format".into(),
-                ))?;
+            if let Err(e) = silt_logs::read(format, &mut *r, &info, &ro, &lo, &mut *out) {
+                out.reject(whole(&info.display, format!("stopped reading: {e:#}")))?;
             }
-            continue;
-        };
-        // One output file is one table: the first input names it for all.
-        if lo.table.is_none() {
-            lo.table = Some(silt_logs::default_table(format, &info));
         }
-        let result = match &parse_field {
-            Some(pf) => {
-                let mut pw = silt_access::ParseFieldEmit::new(&mut w, pf.clone());
-                let r = silt_logs::read(format, &mut *r, &info, &ro, &lo, &mut pw);
-                crate::cmd::access::report_unparsed(&pw, &info.display);
-                r
-            }
-            None => silt_logs::read(format, &mut *r, &info, &ro, &lo, &mut w),
-        };
-        if let Err(e) = result {
-            w.reject(whole(&info.display, format!("stopped reading: {e:#}")))?;
+        Ok(())
+    };
+    match &parse_field {
+        Some(pf) => {
+            let mut pw = silt_access::ParseFieldEmit::new(&mut w, pf.clone());
+            pipeline(&mut pw, show_progress, total, read)?;
+            let what = match a.inputs.as_slice() {
+                [one] => one.display().to_string(),
+                _ => "the inputs".to_string(),
+            };
+            crate::cmd::access::report_unparsed(&pw, &what);
         }
+        None => pipeline(&mut w, show_progress, total, read)?,
     }
     let s = w.finish()?;
     match &s.file {

@@ -26,24 +26,53 @@ enum Msg {
 
 /// An [`Emit`] that forwards to the writer thread over a bounded channel (so a fast reader
 /// cannot run ahead of the writer by more than a few batches: memory stays bounded).
-struct ChannelEmit(SyncSender<Msg>);
+///
+/// Progress is summed here and sent with the next batch, reject or table total (or at the end):
+/// line readers report it per line, and a message per line cost a thread wake-up each, which
+/// profiled at over half of an NDJSON conversion's time.
+struct ChannelEmit {
+    tx: SyncSender<Msg>,
+    progress: u64,
+}
+
+impl ChannelEmit {
+    fn new(tx: SyncSender<Msg>) -> Self {
+        Self { tx, progress: 0 }
+    }
+
+    fn send(&mut self, m: Msg) -> anyhow::Result<()> {
+        if self.progress > 0 {
+            let p = std::mem::take(&mut self.progress);
+            self.tx
+                .send(Msg::Progress(p))
+                .map_err(|_| anyhow::anyhow!("the writer stopped"))?;
+        }
+        self.tx
+            .send(m)
+            .map_err(|_| anyhow::anyhow!("the writer stopped"))
+    }
+}
+
+impl Drop for ChannelEmit {
+    fn drop(&mut self) {
+        if self.progress > 0 {
+            let _ = self.tx.send(Msg::Progress(self.progress));
+        }
+    }
+}
 
 impl Emit for ChannelEmit {
     fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
-        self.0
-            .send(Msg::Batch(table.clone(), batch))
-            .map_err(|_| anyhow::anyhow!("the lake writer stopped"))
+        self.send(Msg::Batch(table.clone(), batch))
     }
     fn reject(&mut self, reject: Reject) -> anyhow::Result<()> {
-        self.0
-            .send(Msg::Reject(reject))
-            .map_err(|_| anyhow::anyhow!("the lake writer stopped"))
+        self.send(Msg::Reject(reject))
     }
     fn progress(&mut self, bytes: u64) {
-        let _ = self.0.send(Msg::Progress(bytes));
+        self.progress += bytes;
     }
     fn table_bytes(&mut self, table: &TableName, bytes: u64) {
-        let _ = self.0.send(Msg::TableBytes(table.clone(), bytes));
+        let _ = self.send(Msg::TableBytes(table.clone(), bytes));
     }
 }
 
@@ -154,27 +183,41 @@ pub fn import(
 ) -> anyhow::Result<ImportSummary> {
     let mut writer = LakeWriter::new(lake, cfg)?;
     let total: Option<u64> = inputs.iter().map(Input::size).sum();
+    let reader_inputs = inputs.to_vec();
+    let opts = ReadOptions { batch_rows };
+    let mut format = format.into();
+    pipeline(&mut writer, show_progress, total, move |counter, out| {
+        read_inputs(&reader_inputs, &mut format, &opts, counter, out)
+    })?;
+    writer.finish()
+}
+
+/// Runs `read` on a reader thread and feeds what it emits into `writer` on this one, so parsing
+/// and writing (sorting, encoding) overlap; the bounded channel between them keeps memory bounded.
+/// `read` gets the byte counter that the progress bar shows (`total` bytes, when known). Shared
+/// by `silt import` and `silt convert`. The writer's error wins over the reader's: when the writer
+/// stops, the reader's next send fails and it ends.
+pub fn pipeline<W: Emit>(
+    writer: &mut W,
+    show_progress: bool,
+    total: Option<u64>,
+    read: impl FnOnce(Arc<AtomicU64>, &mut dyn Emit) -> anyhow::Result<()> + Send + 'static,
+) -> anyhow::Result<()> {
     let counter = Arc::new(AtomicU64::new(0));
     let bar = progress_bar(show_progress, total);
-
     let (tx, rx) = sync_channel::<Msg>(8);
-    let reader_inputs = inputs.to_vec();
     let reader_counter = counter.clone();
-    let opts = ReadOptions { batch_rows };
-    let format = format.into();
     let reader = std::thread::Builder::new()
         .name("silt-reader".into())
-        .spawn(move || read_all(&reader_inputs, format, &opts, reader_counter, tx))?;
-
-    let write_result = drain(&rx, &mut writer, &bar, &counter);
+        .spawn(move || read(reader_counter, &mut ChannelEmit::new(tx)))?;
+    let write_result = drain(&rx, writer, &bar, &counter);
     drop(rx);
     let read_result = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?;
     bar.finish_and_clear();
     write_result?;
-    read_result?;
-    writer.finish()
+    read_result
 }
 
 fn progress_bar(show: bool, total: Option<u64>) -> ProgressBar {
@@ -195,9 +238,9 @@ fn progress_bar(show: bool, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn drain(
+fn drain<W: Emit>(
     rx: &Receiver<Msg>,
-    w: &mut LakeWriter,
+    w: &mut W,
     bar: &ProgressBar,
     counter: &AtomicU64,
 ) -> anyhow::Result<()> {
@@ -223,18 +266,6 @@ fn drain(
         bar.set_message(format!("{events} events, {rejects} rejects"));
     }
     Ok(())
-}
-
-fn read_all(
-    inputs: &[Input],
-    mut format: ReaderSpec,
-    opts: &ReadOptions,
-    counter: Arc<AtomicU64>,
-    tx: SyncSender<Msg>,
-) -> anyhow::Result<()> {
-    // When the writer is gone, the reject below fails and that error ends the reading; the
-    // writer's own error is the one `import` reports.
-    read_inputs(inputs, &mut format, opts, counter, &mut ChannelEmit(tx))
 }
 
 /// Reads every input into `out` with the reader `spec` selects (detection per input for
