@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Docker/nginx logs -> Parquet: silt convert vs DuckDB, and the seed's two Athena questions.
 
-Run through bench/weblogs.sh (it builds silt and finds the venv python). One run of each:
+Run through bench/weblogs.sh (it builds silt and finds the venv python). Each process runs --runs
+times (default 3) and the medians of wall time and peak RSS are reported:
   1. `silt generate docker-nginx` writes one hour (12:00-13:00 UTC) of fluentd-style records
      {log_time, container_id, container_name, source, log} as MessagePack (--bytes, default 255MB)
      and the same records as NDJSON.
@@ -20,6 +21,7 @@ import argparse
 import csv
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -56,6 +58,16 @@ def run_measured(cmd):
     return wall, ru.ru_maxrss * 1024, out
 
 
+def run_median(cmd, runs):
+    """Runs cmd `runs` times; returns the median wall seconds and the median peak RSS."""
+    walls, rsss = [], []
+    for _ in range(runs):
+        wall, rss, _ = run_measured(cmd)
+        walls.append(wall)
+        rsss.append(rss)
+    return statistics.median(walls), statistics.median(rsss)
+
+
 def scan_estimate(path, columns, preds):
     """(row groups, row groups kept, bytes scanned, bytes of the whole file) for a query that
     reads `columns` with `preds` = {column: (lo, hi)} (inclusive), pruning on min/max stats."""
@@ -88,6 +100,7 @@ def main():
     ap.add_argument("--silt", help="path to the silt binary")
     ap.add_argument("--bytes", default="255MB", help="MessagePack size of the generated hour (default 255MB)")
     ap.add_argument("--seed", default="1")
+    ap.add_argument("--runs", type=int, default=3, help="runs per configuration; medians are reported (default 3)")
     ap.add_argument("--silt-args", default="", help="extra arguments for every `silt convert`")
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "silt-weblogs"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
@@ -118,7 +131,7 @@ def main():
     runs = []  # dicts: tool, input, log, codec, wall, rss, bytes, path
     for codec in ("snappy", "zstd"):
         out = work / f"duckdb-{codec}.parquet"
-        wall, rss, _ = run_measured([sys.executable, __file__, "--worker", str(nd), str(out), codec])
+        wall, rss = run_median([sys.executable, __file__, "--worker", str(nd), str(out), codec], a.runs)
         runs.append(dict(tool="duckdb", input="ndjson", log="string", codec=codec, wall=wall, rss=rss,
                          bytes=out.stat().st_size, path=out))
         for inp, src, fmt in (("msgpack", mp, "msgpack"), ("ndjson", nd, "json")):
@@ -127,16 +140,17 @@ def main():
                 cmd = [a.silt, "convert", str(src), "-o", str(out), "--format", fmt, "--time-field", "log_time",
                        "--time-unit", "ms", "--codec", codec] + (["--parse-field", "log=access"] if log == "parsed" else [])
                 cmd += a.silt_args.split()
-                wall, rss, _ = run_measured(cmd)
+                wall, rss = run_median(cmd, a.runs)
                 runs.append(dict(tool="silt", input=inp, log=log, codec=codec, wall=wall, rss=rss,
                                  bytes=out.stat().st_size, path=out))
         if codec == "zstd":
             # Small row groups, to show min/max pruning of the 12:00-12:10 question on silt's
             # time-sorted files (at the default 32 MiB a whole hour is one row group).
             out = work / "silt-msgpack-parsed-zstd-rg1mib.parquet"
-            wall, rss, _ = run_measured([a.silt, "convert", str(mp), "-o", str(out), "--format", "msgpack",
+            wall, rss = run_median([a.silt, "convert", str(mp), "-o", str(out), "--format", "msgpack",
                                          "--time-field", "log_time", "--time-unit", "ms", "--codec", codec,
-                                         "--parse-field", "log=access", "--row-group-size", "1MiB"] + a.silt_args.split())
+                                         "--parse-field", "log=access", "--row-group-size", "1MiB"] + a.silt_args.split(),
+                                   a.runs)
             runs.append(dict(tool="silt", input="msgpack", log="parsed", codec=codec, wall=wall, rss=rss,
                              bytes=out.stat().st_size, path=out, note="1 MiB row groups"))
         for r in runs[-(6 if codec == "zstd" else 5):]:
@@ -193,7 +207,7 @@ def main():
         "",
         f"Input: {records} records (one hour, {gen_out['msgpack'][1]} access lines), MessagePack "
         f"{mp.stat().st_size / 1e6:.1f} MB, NDJSON {nd.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs. "
-        "One run each. DuckDB runs in a Python process (read_json with the five typed columns -> COPY).",
+        f"Median of {a.runs} runs each (wall and peak RSS). DuckDB runs in a Python process (read_json with the five typed columns -> COPY).",
         "",
         "| tool | input | log | codec | wall s | peak RSS MiB | output MB | wall x | RSS x | bytes x |",
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|",

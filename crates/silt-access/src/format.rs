@@ -82,11 +82,38 @@ struct Alt {
 
 /// Why a line did not match.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchError {
+pub struct MatchError<'a> {
     /// Byte offset in the line where matching failed.
     pub pos: usize,
     /// What was expected there.
-    pub expected: String,
+    pub expected: Expected<'a>,
+}
+
+/// What a line should have had where matching failed; its text is only built when shown (with
+/// several alternatives, most lines fail one before another matches, and formatting the reason
+/// every time showed in conversion profiles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// This literal text.
+    Literal(&'a [u8]),
+    /// A field, ended by this literal text.
+    FieldBefore(&'a [u8]),
+    EndOfLine,
+    /// The format has no alternatives.
+    AFormat,
+}
+
+impl std::fmt::Display for Expected<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Literal(l) => write!(f, "{:?}", String::from_utf8_lossy(l)),
+            Expected::FieldBefore(l) => {
+                write!(f, "a field followed by {:?}", String::from_utf8_lossy(l))
+            }
+            Expected::EndOfLine => f.write_str("the end of the line"),
+            Expected::AFormat => f.write_str("a format"),
+        }
+    }
 }
 
 /// A compiled access-log format.
@@ -198,7 +225,7 @@ impl LogFormat {
         &self,
         line: &[u8],
         spans: &mut Vec<Option<(usize, usize)>>,
-    ) -> Result<(), MatchError> {
+    ) -> Result<(), MatchError<'_>> {
         let line = trim_eol(line);
         let mut best: Option<MatchError> = None;
         for alt in &self.alts {
@@ -215,7 +242,7 @@ impl LogFormat {
         }
         Err(best.unwrap_or(MatchError {
             pos: 0,
-            expected: "a format".into(),
+            expected: Expected::AFormat,
         }))
     }
 }
@@ -228,11 +255,11 @@ pub fn trim_eol(mut line: &[u8]) -> &[u8] {
     line
 }
 
-fn match_alt(
-    alt: &Alt,
+fn match_alt<'a>(
+    alt: &'a Alt,
     line: &[u8],
     spans: &mut [Option<(usize, usize)>],
-) -> Result<(), MatchError> {
+) -> Result<(), MatchError<'a>> {
     let mut pos = 0usize;
     let n = alt.tokens.len();
     for (ti, tok) in alt.tokens.iter().enumerate() {
@@ -241,7 +268,7 @@ fn match_alt(
                 if !line[pos..].starts_with(l) {
                     return Err(MatchError {
                         pos,
-                        expected: format!("{:?}", String::from_utf8_lossy(l)),
+                        expected: Expected::Literal(l),
                     });
                 }
                 pos += l.len();
@@ -279,10 +306,7 @@ fn match_alt(
                             None => {
                                 return Err(MatchError {
                                     pos,
-                                    expected: format!(
-                                        "a field followed by {:?}",
-                                        String::from_utf8_lossy(l)
-                                    ),
+                                    expected: Expected::FieldBefore(l),
                                 })
                             }
                         }
@@ -297,7 +321,7 @@ fn match_alt(
     if pos != line.len() {
         return Err(MatchError {
             pos,
-            expected: "the end of the line".into(),
+            expected: Expected::EndOfLine,
         });
     }
     Ok(())
@@ -588,7 +612,7 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(e.pos, 0);
-        assert!(e.expected.contains("\" - \""), "{}", e.expected);
+        assert!(e.expected.to_string().contains("\" - \""), "{}", e.expected);
     }
 
     #[test]

@@ -83,7 +83,8 @@ silt convert data.csv -o data.feather --codec lz4\n  \
 silt convert events.json -o events.parquet --schema events.avsc\n\n\
 The format comes from --format, else the file extension (.json .ndjson .jsonl .msgpack .csv \
 .tsv .ltsv .avro), else the first bytes. Rows are sorted by --sort or the time column in bounded \
-memory (sorted runs merged from temporary files when the input exceeds --memory/3). Records that \
+memory: input in order (or out of order by less than about half of --sort-buffer) is written in \
+one pass; older rows are kept in temporary files and merged at the end. Records that \
 cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md."
     )]
     Convert(ConvertArgs),
