@@ -90,6 +90,10 @@ enum Builder {
 
 impl Builder {
     fn new(dt: &DataType, cap: usize) -> Self {
+        Self::sized(dt, cap, cap * 16)
+    }
+    /// With room for `cap` values and, for strings, `bytes` bytes of text.
+    fn sized(dt: &DataType, cap: usize, bytes: usize) -> Self {
         match dt {
             DataType::UInt16 => Builder::U16(UInt16Builder::with_capacity(cap)),
             DataType::UInt64 => Builder::U64(UInt64Builder::with_capacity(cap)),
@@ -97,7 +101,7 @@ impl Builder {
             DataType::Timestamp(..) => {
                 Builder::Ts(TimestampMicrosecondBuilder::with_capacity(cap).with_timezone("UTC"))
             }
-            _ => Builder::Str(StringBuilder::with_capacity(cap, cap * 16)),
+            _ => Builder::Str(StringBuilder::with_capacity(cap, bytes)),
         }
     }
     fn null(&mut self) {
@@ -312,16 +316,21 @@ impl RowBuilder {
         Ok(())
     }
 
-    /// The columns built so far (and a fresh start).
+    /// The columns built so far (and a fresh start, sized like this batch: batches are usually
+    /// alike, and builders that start small copy every value several times as they grow).
     pub fn finish(&mut self) -> Vec<ArrayRef> {
+        let cap = self.cap.max(self.rows);
         self.rows = 0;
-        let cap = self.cap;
         self.builders
             .iter_mut()
             .zip(&self.columns)
             .map(|(b, c)| {
                 let a = b.finish();
-                *b = Builder::new(&c.data_type, cap);
+                let bytes = match arrow::array::AsArray::as_string_opt::<i32>(&a) {
+                    Some(s) => s.value_data().len(),
+                    None => 0,
+                };
+                *b = Builder::sized(&c.data_type, cap, bytes);
                 a
             })
             .collect()
