@@ -53,7 +53,11 @@ pub fn open(
                 let cp = ColumnPath::new(path);
                 props = props.set_column_dictionary_enabled(cp.clone(), false);
                 if mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
-                    props = props.set_column_encoding(cp, Encoding::DELTA_LENGTH_BYTE_ARRAY);
+                    // Page min/max of free text prune nothing (a LIKE cannot use them); without
+                    // them (chunk statistics only) a string `log` conversion used ~8 % less CPU.
+                    props = props
+                        .set_column_encoding(cp.clone(), Encoding::DELTA_LENGTH_BYTE_ARRAY)
+                        .set_column_statistics_enabled(cp, EnabledStatistics::Chunk);
                 }
             }
             // The user's hints come last: they override the automatic choices above.
