@@ -80,6 +80,7 @@ lookup) run on every file with DataFusion. See docs/bench.md.")]
         after_help = "Examples:\n  silt convert access.ndjson -o access.parquet\n  \
 silt convert buffer.msgpack -o logs.parquet --time-field log_time --time-unit ms --codec snappy\n  \
 silt convert data.csv -o data.feather --codec lz4\n  \
+silt convert access.log -o access.parquet --format access --log-format combined\n  \
 silt convert events.json -o events.parquet --schema events.avsc\n\n\
 The format comes from --format, else the file extension (.json .ndjson .jsonl .msgpack .csv \
 .tsv .ltsv .avro), else the first bytes. Rows are sorted by --sort or the time column in bounded \
@@ -178,8 +179,9 @@ pub struct ConvertArgs {
     /// Output file: .parquet, or .feather/.arrow for Arrow IPC (Feather v2).
     #[arg(long, short)]
     pub output: PathBuf,
-    /// Input format (default: from the extension, else the content).
-    #[arg(long, value_parser = ["json", "ndjson", "msgpack", "csv", "tsv", "ltsv", "avro", "docker", "syslog"])]
+    /// Input format (default: from the extension, else the content). `access` (web server
+    /// access logs, see --log-format) is never guessed: give it.
+    #[arg(long, value_parser = ["json", "ndjson", "msgpack", "csv", "tsv", "ltsv", "avro", "docker", "syslog", "access"])]
     pub format: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,

@@ -7,10 +7,10 @@ mod units;
 
 use clap::Parser;
 
-/// mimalloc instead of glibc malloc: imports allocate and free many multi-megabyte column
-/// buffers, which glibc serves with fresh mmap/munmap each time; a `perf` profile of `silt import`
-/// showed page faults and page zeroing in its system time. The gain has not been measured on a
-/// quiet machine yet (see docs/benchmarks.md).
+/// mimalloc instead of glibc malloc: readers of JSON-like formats allocate many small values per
+/// record, and with glibc malloc the NDJSON conversions of the web-log benchmark took 1.5-1.7x
+/// as long. The cost is peak RSS: 270-298 MiB against glibc's 166 MiB on 543k Zeek conn records
+/// (docs/benchmarks.md, "Zeek TSV -> Parquet").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

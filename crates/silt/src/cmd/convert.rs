@@ -101,8 +101,22 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     let inputs = source::expand(&a.inputs)?;
     let mut lo = log_options(&a.log)?;
     let parse_field = crate::cmd::access::parse_field_spec(&a.access)?;
+    // `access` is silt-access's reader; every other format is silt-logs'.
+    let access = match a.format.as_deref() {
+        Some("access") => {
+            if parse_field.is_some() {
+                anyhow::bail!("--parse-field applies to formats whose records hold a log line (json, msgpack, docker, ...), not to access");
+            }
+            Some(silt_access::AccessOptions::new(
+                &a.access.log_format,
+                a.log.table.as_deref(),
+            )?)
+        }
+        _ => None,
+    };
     let forced = a
         .format
+        .filter(|f| f != "access")
         .map(|f| f.parse::<LogFormat>())
         .transpose()
         .map_err(anyhow::Error::msg)?;
@@ -130,6 +144,12 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
                     continue;
                 }
             };
+            if let Some(ao) = &access {
+                if let Err(e) = silt_access::read(&mut *r, &info, &ro, ao, &mut *out) {
+                    out.reject(whole(&info.display, format!("stopped reading: {e:#}")))?;
+                }
+                continue;
+            }
             let format = match forced.or_else(|| path.and_then(LogFormat::from_path)) {
                 Some(f) => Some(f),
                 None => LogFormat::sniff(r.fill_buf()?),
