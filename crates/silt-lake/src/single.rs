@@ -292,10 +292,7 @@ impl SingleFileWriter {
             return Ok(());
         }
         let schema = self.schema.clone().expect("schema");
-        let parts = std::mem::take(&mut self.window)
-            .iter()
-            .map(|b| schema::conform(b, &schema))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts = conform_all(std::mem::take(&mut self.window), &schema)?;
         let total_bytes = std::mem::take(&mut self.window_bytes);
         let keys = self.keys().to_vec();
         let sorted = if keys.is_empty() || in_order(&parts, &keys)? {
@@ -427,10 +424,7 @@ impl SingleFileWriter {
             return Ok(());
         }
         let schema = self.schema.clone().expect("schema");
-        let parts = std::mem::take(&mut self.late)
-            .iter()
-            .map(|b| schema::conform(b, &schema))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts = conform_all(std::mem::take(&mut self.late), &schema)?;
         self.late_bytes = 0;
         let sorted = sort_buffered(&schema, &parts, self.keys())?;
         drop(parts);
@@ -621,6 +615,14 @@ impl RunCursor {
         }
         Ok(())
     }
+}
+
+/// Buffered batches under the current (unified) schema.
+fn conform_all(batches: Vec<RecordBatch>, schema: &SchemaRef) -> anyhow::Result<Vec<RecordBatch>> {
+    Ok(batches
+        .iter()
+        .map(|b| schema::conform(b, schema))
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Whether `batches`, one after the other, are already sorted by `keys`: one comparison per row,

@@ -14,25 +14,8 @@ use silt_logs::{LogFormat, LogOptions};
 
 /// `n` NDJSON records with times in a scrambled order; from record `n/2` on they have a new field.
 fn scrambled(n: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..n {
-        // A permutation of 0..n (n is a power of two, the multiplier odd).
-        let k = (i * 40_503 + 17) % n;
-        let extra = if i >= n / 2 {
-            format!(",\"later\":\"x{i}\"")
-        } else {
-            String::new()
-        };
-        out.extend_from_slice(
-            format!(
-                "{{\"ts\":{},\"k\":{k},\"pad\":\"{}\"{extra}}}\n",
-                1_700_000_000_000i64 + k as i64,
-                "p".repeat(40)
-            )
-            .as_bytes(),
-        );
-    }
-    out
+    // A permutation of 0..n (n is a power of two, the multiplier odd).
+    records(n, |i| (i * 40_503 + 17) % n, n / 2)
 }
 
 fn convert_with(
@@ -140,6 +123,15 @@ fn records(n: u64, time_of: impl Fn(u64) -> u64, later_from: u64) -> Vec<u8> {
     out
 }
 
+/// A 1 MiB sort buffer and 1 MiB for late rows.
+fn small_buffers() -> WriterConfig {
+    WriterConfig {
+        memory_bytes: 3 << 20,
+        sort_buffer_bytes: 1 << 20,
+        ..WriterConfig::default()
+    }
+}
+
 /// The file holds `n` rows sorted by time, with `k` = position.
 fn assert_sorted_ranks(path: &std::path::Path, n: u64) {
     let b = common::read_parquet(path);
@@ -160,11 +152,7 @@ fn in_order_input_larger_than_memory_is_written_in_one_pass() {
     // 64Ki records (about 6 MiB as Arrow) through a 1 MiB sort buffer: nothing is late, so the
     // output is written once, with no temporary runs to merge.
     let n = 1u64 << 16;
-    let cfg = WriterConfig {
-        memory_bytes: 3 << 20,
-        sort_buffer_bytes: 1 << 20,
-        ..WriterConfig::default()
-    };
+    let cfg = small_buffers();
     let (path, runs, _dir) = convert_with(cfg, "out.parquet", &records(n, |i| i, n));
     assert_eq!(runs, 0);
     assert_sorted_ranks(&path, n);
@@ -174,11 +162,7 @@ fn in_order_input_larger_than_memory_is_written_in_one_pass() {
 fn rows_out_of_order_within_the_sort_buffer_still_make_one_pass() {
     // Pairs swapped (1,0,3,2,...): out of order by one row, far less than half the buffer.
     let n = 1u64 << 16;
-    let cfg = WriterConfig {
-        memory_bytes: 3 << 20,
-        sort_buffer_bytes: 1 << 20,
-        ..WriterConfig::default()
-    };
+    let cfg = small_buffers();
     let (path, runs, _dir) = convert_with(cfg, "out.parquet", &records(n, |i| i ^ 1, n));
     assert_eq!(runs, 0);
     assert_sorted_ranks(&path, n);
@@ -204,11 +188,7 @@ fn late_rows_are_merged_into_the_one_file() {
     }
     arrival.extend(delayed.into_iter().map(|(_, t)| t));
     assert_eq!(arrival.len() as u64, n);
-    let cfg = WriterConfig {
-        memory_bytes: 3 << 20,
-        sort_buffer_bytes: 1 << 20,
-        ..WriterConfig::default()
-    };
+    let cfg = small_buffers();
     let bytes = records(n, |i| arrival[i as usize], n / 2);
     let (path, runs, _dir) = convert_with(cfg, "out.parquet", &bytes);
     assert!(runs >= 2, "runs: {runs}");
