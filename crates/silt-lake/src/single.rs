@@ -231,6 +231,8 @@ impl SingleFileWriter {
             // What is buffered belongs to the old schema's main run; that run is complete.
             self.write_window(true)?;
             self.close_main()?;
+            // A sort key's type may have changed (integers widened to floats).
+            self.converter = None;
         }
         self.schema = Some(unified);
         self.rows_in += batch.num_rows();

@@ -194,3 +194,32 @@ fn late_rows_are_merged_into_the_one_file() {
     assert!(runs >= 2, "runs: {runs}");
     assert_sorted_ranks(&path, n);
 }
+
+#[test]
+fn a_sort_key_widened_from_integer_to_float_half_way() {
+    // `--sort v`: integers first, then numbers with fractions (the column becomes a float).
+    let n = 1u64 << 15;
+    let mut bytes = Vec::new();
+    for i in 0..n {
+        let v = if i < n / 2 {
+            format!("{}", n - i)
+        } else {
+            format!("{}.5", n - i)
+        };
+        bytes.extend_from_slice(
+            format!("{{\"v\":{v},\"pad\":\"{}\"}}\n", "p".repeat(40)).as_bytes(),
+        );
+    }
+    let cfg = WriterConfig {
+        sort: vec!["v".into()],
+        ..small_buffers()
+    };
+    let (path, _runs, _dir) = convert_with(cfg, "out.parquet", &bytes);
+    let b = common::read_parquet(&path);
+    assert_eq!(b.num_rows() as u64, n);
+    let v = b
+        .column_by_name("v")
+        .unwrap()
+        .as_primitive::<arrow::datatypes::Float64Type>();
+    assert!((1..b.num_rows()).all(|i| v.value(i - 1) <= v.value(i)));
+}
