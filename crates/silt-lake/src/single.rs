@@ -54,6 +54,8 @@ use crate::writer::{column_by_path, partition_point, sort_buffered};
 
 /// Rows per batch handed to the file sink.
 const OUT_ROWS: usize = 65536;
+/// Rows per batch of a late run (the merge holds one batch of every run in memory).
+const RUN_BATCH_ROWS: usize = 8192;
 
 /// What a conversion produced.
 #[derive(Debug, Default)]
@@ -83,14 +85,17 @@ impl RunFile {
         }
     }
 
-    /// The run's batches, in order.
-    fn open(&self) -> anyhow::Result<Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>>> {
+    /// The run's batches, in order (`batch_rows` per batch where the run is Parquet).
+    fn open(
+        &self,
+        batch_rows: usize,
+    ) -> anyhow::Result<Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>>> {
         let p = self.path();
         let f = File::open(p).with_context(|| format!("cannot reopen {}", p.display()))?;
         Ok(match self {
             RunFile::Main(_, StoreKind::Parquet) => Box::new(
                 ParquetRecordBatchReaderBuilder::try_new(f)?
-                    .with_batch_size(OUT_ROWS)
+                    .with_batch_size(batch_rows)
                     .build()?,
             ),
             RunFile::Ipc(_) | RunFile::Main(_, StoreKind::Feather) => {
@@ -437,7 +442,7 @@ impl SingleFileWriter {
         let mut w = FileWriter::try_new(BufWriter::new(f), &sorted.schema())?;
         let mut off = 0;
         while off < sorted.num_rows() {
-            let n = OUT_ROWS.min(sorted.num_rows() - off);
+            let n = RUN_BATCH_ROWS.min(sorted.num_rows() - off);
             w.write(&sorted.slice(off, n))?;
             off += n;
         }
@@ -497,10 +502,13 @@ impl SingleFileWriter {
 
     /// K-way merge of the sorted runs (or their concatenation without sort keys).
     fn merge(&self, schema: &SchemaRef, out: &mut Output) -> anyhow::Result<()> {
+        // One batch of every run is in memory at a time: with many runs (every schema change
+        // closes the main run) the batches read back get smaller, so the total stays bounded.
+        let batch_rows = (OUT_ROWS / self.runs.len().max(1)).max(1024);
         let mut runs: Vec<RunCursor> = Vec::new();
         for r in &self.runs {
             runs.push(RunCursor {
-                reader: r.open()?,
+                reader: r.open(batch_rows)?,
                 batch: None,
                 rows: None,
                 idx: 0,

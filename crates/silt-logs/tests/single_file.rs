@@ -223,3 +223,30 @@ fn a_sort_key_widened_from_integer_to_float_half_way() {
         .as_primitive::<arrow::datatypes::Float64Type>();
     assert!((1..b.num_rows()).all(|i| v.value(i - 1) <= v.value(i)));
 }
+
+#[test]
+fn many_schema_changes_merge_into_one_sorted_file() {
+    // A new field every 2,048 records (batches of 4,096: 16 schema changes, each closing the part
+    // written so far), times in scrambled order: every part and the late rows are merged.
+    let n = 1u64 << 16;
+    let mut bytes = Vec::new();
+    for i in 0..n {
+        let k = (i * 40_503 + 17) % n;
+        bytes.extend_from_slice(
+            format!(
+                "{{\"ts\":{},\"k\":{k},\"f{}\":{i}}}\n",
+                1_700_000_000_000i64 + k as i64,
+                i / 2048
+            )
+            .as_bytes(),
+        );
+    }
+    let (path, runs, _dir) = convert_with(small_buffers(), "out.parquet", &bytes);
+    assert!(runs >= 16, "runs: {runs}");
+    assert_sorted_ranks(&path, n);
+    let b = common::read_parquet(&path);
+    for f in 0..32 {
+        let c = b.column_by_name(&format!("f{f}")).expect("every field");
+        assert_eq!(c.len() - c.null_count(), 2048, "f{f}");
+    }
+}
