@@ -450,8 +450,8 @@ fn parquet_properties(
 /// 4-byte length before every value): for long free text such as whole log lines zstd then sees
 /// uninterrupted text, and the Docker/nginx `log` column (218 bytes per line) came out 3.8 %
 /// smaller at zstd level 1. Shorter values gained or lost a few percent depending on the column
-/// (uids -3 %, URL paths +14 %, community ids +2.5 %), so they stay PLAIN. DuckDB, Spark (3.3+),
-/// Trino and pyarrow read the encoding.
+/// (uids -3 %, URL paths +14 %, community ids +2.5 %), so they stay PLAIN. DuckDB reads it (the
+/// web-log benchmark queries such files); Spark 3.3+, Trino and pyarrow document support for it.
 const LONG_TEXT_BYTES: f64 = 128.0;
 
 /// Rows sampled to judge a column's cardinality (from the batch given to [`open`]).
@@ -466,9 +466,10 @@ pub const CARDINALITY_SAMPLE: usize = 65536;
 ///
 /// The sample is large (64Ki rows) because a pool larger than the sample looks unique in it: the
 /// 30k client addresses of the generated web log hour are 78 % distinct in its first 4Ki rows,
-/// 59 % in 16Ki and 33 % in 64Ki, and a dictionary makes them a third of their plain zstd size. Estimating the distinct count from a
-/// small sample (Chao1) was tried and rejected: values that repeat only close together in time
-/// (a connection's uid in a few DNS rows) look like a small pool to it.
+/// 59 % in 16Ki and 33 % in 64Ki, and a dictionary makes them a third of their plain zstd size.
+/// Estimating the distinct count from a small sample (Chao1) was tried and rejected: values that
+/// repeat only close together in time (a connection's uid in a few DNS rows) look like a small
+/// pool to it.
 ///
 /// Returns each such column's path and, for strings, the mean bytes per value.
 fn high_cardinality_leaves(
