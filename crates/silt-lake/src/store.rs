@@ -450,8 +450,9 @@ fn parquet_properties(
 /// 4-byte length before every value): for long free text such as whole log lines zstd then sees
 /// uninterrupted text, and the Docker/nginx `log` column (218 bytes per line) came out 3.8 %
 /// smaller at zstd level 1. Shorter values gained or lost a few percent depending on the column
-/// (uids -3 %, URL paths +14 %, community ids +2.5 %), so they stay PLAIN. DuckDB reads it (the
-/// web-log benchmark queries such files); Spark 3.3+, Trino and pyarrow document support for it.
+/// (uids -3 %, URL paths +14 %, community ids +2.5 %), so they stay PLAIN. DuckDB and pyarrow read
+/// such files (the web-log benchmark's `log` column; checked); Spark 3.3+ and Trino document
+/// support for the encoding.
 const LONG_TEXT_BYTES: f64 = 128.0;
 
 /// Rows sampled to judge a column's cardinality (from the batch given to [`open`]).
