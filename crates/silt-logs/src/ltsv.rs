@@ -23,11 +23,9 @@ pub fn read(
     lo: &LogOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let table = lo.table_for(LogFormat::Ltsv, source);
-    let mut sink = Sink::new(source, table, ro, lo, true, None)?;
-    let res = read_lines(input, source, &mut sink, out);
-    let fin = sink.finish(out);
-    res.and(fin.map(|_| ()))
+    Sink::run(LogFormat::Ltsv, true, source, ro, lo, out, |sink, out| {
+        read_lines(input, source, sink, out)
+    })
 }
 
 /// Parses one LTSV line into an object.

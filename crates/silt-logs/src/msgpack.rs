@@ -41,11 +41,15 @@ pub fn read(
     lo: &LogOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let table = lo.table_for(LogFormat::Msgpack, source);
-    let mut sink = Sink::new(source, table, ro, lo, false, None)?;
-    let res = read_stream(input, source, &mut sink, out);
-    let fin = sink.finish(out);
-    res.and(fin.map(|_| ()))
+    Sink::run(
+        LogFormat::Msgpack,
+        false,
+        source,
+        ro,
+        lo,
+        out,
+        |sink, out| read_stream(input, source, sink, out),
+    )
 }
 
 enum DErr {

@@ -20,11 +20,9 @@ pub fn read(
     lo: &LogOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let table = lo.table_for(LogFormat::Json, source);
-    let mut sink = Sink::new(source, table, ro, lo, false, None)?;
-    let res = read_lines(input, source, &mut sink, out);
-    let fin = sink.finish(out);
-    res.and(fin.map(|_| ()))
+    Sink::run(LogFormat::Json, false, source, ro, lo, out, |sink, out| {
+        read_lines(input, source, sink, out)
+    })
 }
 
 fn read_lines(

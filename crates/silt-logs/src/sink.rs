@@ -260,6 +260,25 @@ impl<'a> Sink<'a> {
         out.batch(&self.table, batch)
     }
 
+    /// The shape every record reader shares: a sink for `format`'s table, `body` reading into
+    /// it, and what was buffered emitted even when `body` stops with an error (records read
+    /// before a broken input are kept). `text`: as for [`Sink::new`].
+    pub fn run(
+        format: crate::LogFormat,
+        text: bool,
+        source: &'a SourceInfo,
+        ro: &ReadOptions,
+        lo: &LogOptions,
+        out: &mut dyn Emit,
+        body: impl FnOnce(&mut Sink<'a>, &mut dyn Emit) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let table = lo.table_for(format, source);
+        let mut sink = Sink::new(source, table, ro, lo, text, None)?;
+        let res = body(&mut sink, out);
+        let fin = sink.finish(out);
+        res.and(fin.map(|_| ()))
+    }
+
     /// Emits what is left.
     pub fn finish(mut self, out: &mut dyn Emit) -> anyhow::Result<u64> {
         self.flush(out)?;

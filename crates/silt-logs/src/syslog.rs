@@ -34,13 +34,17 @@ pub fn read(
     lo: &LogOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let table = lo.table_for(LogFormat::Syslog, source);
     let mut lo = lo.clone();
     lo.time_field = Some(TIME_FIELD.to_string());
-    let mut sink = Sink::new(source, table, ro, &lo, false, None)?;
-    let res = read_lines(input, source, &mut sink, lo.syslog_year, out);
-    let fin = sink.finish(out);
-    res.and(fin.map(|_| ()))
+    Sink::run(
+        LogFormat::Syslog,
+        false,
+        source,
+        ro,
+        &lo,
+        out,
+        |sink, out| read_lines(input, source, sink, lo.syslog_year, out),
+    )
 }
 
 /// Parses one line into a record; `None` when it is not syslog at all.
