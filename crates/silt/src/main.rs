@@ -1,18 +1,16 @@
 //! `silt`: the command-line shell over the silt libraries. Each subcommand lives in `cmd/` and
 //! only parses arguments, calls a library, and prints; the work is done in the crates.
 
+mod alloc;
 mod cli;
 mod cmd;
 mod units;
 
 use clap::Parser;
 
-/// mimalloc instead of glibc malloc: readers of JSON-like formats allocate many small values per
-/// record, and with glibc malloc the NDJSON conversions of the web-log benchmark took 1.5-1.7x
-/// as long. The cost is peak RSS: 270-298 MiB against glibc's 166 MiB on 543k Zeek conn records
-/// (docs/benchmarks.md, "Zeek TSV -> Parquet").
+/// mimalloc for small blocks, glibc malloc for large ones: see [`alloc`] for the measurements.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::SplitAlloc = alloc::SplitAlloc;
 
 fn main() {
     tracing_subscriber::fmt()

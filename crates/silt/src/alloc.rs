@@ -1,0 +1,75 @@
+//! The process's global allocator: mimalloc for small blocks, the system allocator (glibc) for
+//! the rest.
+//!
+//! Why split by size, measured on the benchmarks (docs/benchmarks.md, "Allocator"):
+//! - readers of JSON-like formats allocate many small values per record; with glibc malloc for
+//!   everything the NDJSON conversions of the web-log benchmark took 1.5-1.7x as long, so small
+//!   blocks go to mimalloc;
+//! - Arrow buffers, sort buffers and encoded pages are large and cross threads (read on one,
+//!   sorted on another, encoded and freed on a third). mimalloc held on to such blocks: a Zeek
+//!   conn import with 143 MiB of live allocations peaked at 260-330 MiB RSS, and a web-log
+//!   conversion at 230 MiB; with blocks of 4 KiB and up going to glibc they peaked at about
+//!   215 and 138 MiB, at the same wall time.
+//!
+//! A block is freed by the allocator its size chose, which Rust's allocator contract makes
+//! possible: `dealloc` and `realloc` receive the layout the block was allocated with.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+use mimalloc::MiMalloc;
+
+/// Blocks of at least this many bytes go to the system allocator.
+const LARGE: usize = 4096;
+
+pub struct SplitAlloc;
+
+// SAFETY: each block is allocated and freed by the same underlying allocator, chosen by its
+// size (the layout Rust passes back to `dealloc`/`realloc` is the one it was allocated with);
+// a `realloc` that crosses the threshold allocates in the other allocator, copies, and frees.
+unsafe impl GlobalAlloc for SplitAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= LARGE {
+            System.alloc(layout)
+        } else {
+            MiMalloc.alloc(layout)
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= LARGE {
+            System.alloc_zeroed(layout)
+        } else {
+            MiMalloc.alloc_zeroed(layout)
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.size() >= LARGE {
+            System.dealloc(ptr, layout)
+        } else {
+            MiMalloc.dealloc(ptr, layout)
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        match (layout.size() >= LARGE, new_size >= LARGE) {
+            (true, true) => System.realloc(ptr, layout, new_size),
+            (false, false) => MiMalloc.realloc(ptr, layout, new_size),
+            (was_large, _) => {
+                // SAFETY: the caller guarantees `new_size`, rounded up to `layout.align()`, does
+                // not overflow isize (GlobalAlloc::realloc's contract).
+                let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+                let new = self.alloc(new_layout);
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    if was_large {
+                        System.dealloc(ptr, layout)
+                    } else {
+                        MiMalloc.dealloc(ptr, layout)
+                    }
+                }
+                new
+            }
+        }
+    }
+}
