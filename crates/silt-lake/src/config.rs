@@ -95,6 +95,9 @@ pub struct WriterConfig {
     pub row_group_bytes: usize,
     /// Target size of a Parquet data page (default 1 MiB).
     pub page_bytes: usize,
+    /// Largest dictionary page of a column chunk before parquet-rs falls back to plain encoding
+    /// for the rest of the chunk (default 4 MiB, see docs/lake.md).
+    pub dictionary_page_bytes: usize,
     pub partition: Partitioning,
     /// Sort keys (column paths such as `ts` or `id.orig_h`); empty = the table's time column.
     pub sort: Vec<String>,
@@ -153,6 +156,7 @@ impl Default for WriterConfig {
             level: None,
             row_group_bytes: 32 << 20,
             page_bytes: 1 << 20,
+            dictionary_page_bytes: 4 << 20,
             partition: Partitioning::Hour,
             sort: Vec::new(),
             bloom_columns: Vec::new(),
@@ -195,8 +199,10 @@ impl WriterConfig {
         if self.store == StoreKind::Feather && self.level.is_some() && self.codec == Codec::Lz4 {
             return Err("feather lz4 takes no level".into());
         }
-        if self.row_group_bytes == 0 || self.page_bytes == 0 {
-            return Err("--row-group-size and --page-size must be positive".into());
+        if self.row_group_bytes == 0 || self.page_bytes == 0 || self.dictionary_page_bytes == 0 {
+            return Err(
+                "--row-group-size, --page-size and --dictionary-page-size must be positive".into(),
+            );
         }
         let e = &self.encodings;
         for c in &e.dictionary {

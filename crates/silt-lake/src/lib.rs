@@ -6,6 +6,7 @@
 //!   and writes files through a [`store`] format;
 //! - [`publish`]: the one place where a finished file becomes part of a table (temp name, fsync,
 //!   rename); a transaction log (Delta Lake) can later replace it without touching the writer;
+//! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
@@ -14,6 +15,7 @@
 //!
 //! This crate touches only the lake directory it is given and the files it is asked to inspect.
 
+mod background;
 pub mod catalog;
 pub mod config;
 pub mod ddl;

@@ -25,6 +25,7 @@ use parquet::file::properties::{
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
+use crate::background::Background;
 use crate::config::{Codec, StoreKind, WriterConfig};
 
 /// Writes one file.
@@ -37,7 +38,8 @@ pub trait FileSink: Send {
 }
 
 /// Opens a sink for `schema` writing into `out`. `sort` are the sort-key column paths (for
-/// Parquet `sorting_columns`), `expected_rows` a hint for sizing bloom filters.
+/// Parquet `sorting_columns`), `expected_rows` a hint for sizing bloom filters. The sink encodes on
+/// a thread of its own ([`Background`]): `write` returns once the batch is handed over.
 pub fn open(
     cfg: &WriterConfig,
     schema: &SchemaRef,
@@ -49,7 +51,7 @@ pub fn open(
     match cfg.store {
         StoreKind::Parquet => {
             let mut props = parquet_properties(cfg, schema, sort, expected_rows)?;
-            for (path, mean_len) in high_cardinality_leaves(first, cfg.page_bytes) {
+            for (path, mean_len) in high_cardinality_leaves(first, cfg.dictionary_page_bytes) {
                 let cp = ColumnPath::new(path);
                 props = props.set_column_dictionary_enabled(cp.clone(), false);
                 if mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
@@ -63,16 +65,12 @@ pub fn open(
             // The user's hints come last: they override the automatic choices above.
             if !cfg.encodings.is_empty() {
                 for c in encoding_plan(cfg, schema).map_err(anyhow::Error::msg)? {
-                    props = c.apply(props, cfg.page_bytes);
+                    props = c.apply(props, cfg.dictionary_page_bytes);
                 }
             }
             let props = props.build();
-            Ok(Box::new(ParquetSink::new(
-                out,
-                schema,
-                props,
-                cfg.row_group_bytes,
-            )?))
+            let sink = ParquetSink::new(out, schema, props, cfg.row_group_bytes)?;
+            Ok(Box::new(Background::spawn(Box::new(sink))?))
         }
         StoreKind::Feather => {
             let mut opts = IpcWriteOptions::default();
@@ -89,7 +87,7 @@ pub fn open(
                 opts = opts.try_with_compression_level(level)?;
             }
             let w = IpcFileWriter::try_new_with_options(out, schema, opts)?;
-            Ok(Box::new(FeatherSink { w }))
+            Ok(Box::new(Background::spawn(Box::new(FeatherSink { w }))?))
         }
     }
 }
@@ -397,6 +395,16 @@ fn parquet_properties(
                 .set_column_dictionary_enabled(cp.clone(), false)
                 .set_column_encoding(cp, Encoding::DELTA_BINARY_PACKED);
         }
+        // Strings get a larger dictionary page than numbers (see `dictionary_page_bytes`).
+        if matches!(
+            dt,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        ) {
+            b = b.set_column_dictionary_page_size_limit(
+                ColumnPath::new(path.clone()),
+                cfg.dictionary_page_bytes,
+            );
+        }
     }
 
     let mut bloom: Vec<String> = cfg.bloom_columns.clone();
@@ -558,7 +566,7 @@ pub struct ColumnEncoding {
 }
 
 impl ColumnEncoding {
-    fn apply(&self, b: WriterPropertiesBuilder, page_bytes: usize) -> WriterPropertiesBuilder {
+    fn apply(&self, b: WriterPropertiesBuilder, dict_page_bytes: usize) -> WriterPropertiesBuilder {
         let cp = ColumnPath::new(self.path.clone());
         let mut b = b;
         if let Some(d) = self.dictionary {
@@ -567,7 +575,7 @@ impl ColumnEncoding {
                 // A forced dictionary gets room to grow before parquet-rs falls back to plain.
                 b = b.set_column_dictionary_page_size_limit(
                     cp.clone(),
-                    page_bytes.saturating_mul(4),
+                    dict_page_bytes.saturating_mul(4),
                 );
             }
         }

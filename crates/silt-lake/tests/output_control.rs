@@ -286,3 +286,49 @@ fn partition_by_must_name_a_timestamp() {
     };
     assert!(cfg.validate().unwrap_err().contains("top-level"));
 }
+
+/// 60k rows of a string column with 15k distinct 100-byte values: a 1.5 MB dictionary, which
+/// shrinks the column (every value repeats four times) but overflows a 1 MiB dictionary page.
+/// The default dictionary page (4 MiB) keeps the dictionary; `dictionary_page_bytes = 1 MiB` (the
+/// old limit, tied to `--page-size`) writes the column plain.
+#[test]
+fn string_dictionaries_get_their_own_page_limit() {
+    const ROWS: usize = 60_000;
+    let md: HashMap<String, String> = [(meta::TIME_COLUMN.to_string(), "ts".to_string())].into();
+    let schema = Arc::new(Schema::new_with_metadata(
+        vec![
+            Field::new("ts", silt_core::time::timestamp_type(), true),
+            Field::new("query", DataType::Utf8, true),
+        ],
+        md,
+    ));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values((0..ROWS as i64).map(|i| T0 + i))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from_iter_values(
+                (0..ROWS).map(|i| format!("{:0>100}", (i * 7919) % 15_000)),
+            )),
+        ],
+    )
+    .unwrap();
+    let query_encodings = |cfg: WriterConfig| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+        w.batch(&TableName::new("dns", "q"), batch.clone()).unwrap();
+        w.finish().unwrap();
+        let f = catalog::data_files(&dir.path().join("dns.q")).unwrap();
+        assert_eq!(f.len(), 1);
+        encodings(&f[0].path)["query"].clone()
+    };
+    let e = query_encodings(WriterConfig::default());
+    assert!(has_dict(&e), "default: {e:?}");
+    let e = query_encodings(WriterConfig {
+        dictionary_page_bytes: 1 << 20,
+        ..WriterConfig::default()
+    });
+    assert!(!has_dict(&e), "1 MiB dictionary page: {e:?}");
+}
