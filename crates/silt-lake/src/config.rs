@@ -95,8 +95,9 @@ pub struct WriterConfig {
     pub row_group_bytes: usize,
     /// Target size of a Parquet data page (default 1 MiB).
     pub page_bytes: usize,
-    /// Largest dictionary page of a column chunk before parquet-rs falls back to plain encoding
-    /// for the rest of the chunk (default 4 MiB, see docs/lake.md).
+    /// Largest dictionary page of a string column chunk before parquet-rs falls back to plain
+    /// encoding for the rest of the chunk (default 4 MiB; other columns: `page_bytes`; see
+    /// docs/lake.md).
     pub dictionary_page_bytes: usize,
     pub partition: Partitioning,
     /// Sort keys (column paths such as `ts` or `id.orig_h`); empty = the table's time column.

@@ -51,7 +51,9 @@ pub fn open(
     match cfg.store {
         StoreKind::Parquet => {
             let mut props = parquet_properties(cfg, schema, sort, expected_rows)?;
-            for (path, mean_len) in high_cardinality_leaves(first, cfg.dictionary_page_bytes) {
+            for (path, mean_len) in
+                high_cardinality_leaves(first, cfg.dictionary_page_bytes, cfg.page_bytes)
+            {
                 let cp = ColumnPath::new(path);
                 props = props.set_column_dictionary_enabled(cp.clone(), false);
                 if mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
@@ -483,6 +485,7 @@ pub const CARDINALITY_SAMPLE: usize = 65536;
 /// Returns each such column's path and, for strings, the mean bytes per value.
 fn high_cardinality_leaves(
     batch: &RecordBatch,
+    string_dict_page: usize,
     dict_page: usize,
 ) -> Vec<(Vec<String>, Option<f64>)> {
     use arrow::array::{Array, AsArray};
@@ -507,7 +510,8 @@ fn high_cardinality_leaves(
         (seen.len() * 2 > n || dict_bytes > page, mean)
     }
     type Out = Vec<(Vec<String>, Option<f64>)>;
-    fn walk(path: &mut Vec<String>, a: &dyn Array, dict_page: usize, out: &mut Out) {
+    /// `pages`: the dictionary page limits of string and of other columns.
+    fn walk(path: &mut Vec<String>, a: &dyn Array, pages: (usize, usize), out: &mut Out) {
         let n = a.len().min(CARDINALITY_SAMPLE);
         let valid = (0..n).filter(|&i| a.is_valid(i)).count();
         if valid < 64 {
@@ -518,7 +522,7 @@ fn high_cardinality_leaves(
                 let s = a.as_struct();
                 for (f, c) in fields.iter().zip(s.columns()) {
                     path.push(f.name().clone());
-                    walk(path, c.as_ref(), dict_page, out);
+                    walk(path, c.as_ref(), pages, out);
                     path.pop();
                 }
                 return;
@@ -529,7 +533,7 @@ fn high_cardinality_leaves(
                     .filter(|&i| s.is_valid(i))
                     .map(|i| s.value(i).as_bytes());
                 // A dictionary entry is the value plus its 4-byte length.
-                let (high, mean) = unique(vals, 4, dict_page);
+                let (high, mean) = unique(vals, 4, pages.0);
                 (high, Some(mean))
             }
             DataType::Int64 | DataType::UInt64 | DataType::Float64 => {
@@ -538,7 +542,7 @@ fn high_cardinality_leaves(
                 let vals = (0..n)
                     .filter(|&i| a.is_valid(i))
                     .map(|i| &v[i * 8..i * 8 + 8]);
-                (unique(vals, 0, dict_page).0, None)
+                (unique(vals, 0, pages.1).0, None)
             }
             _ => return,
         };
@@ -549,7 +553,7 @@ fn high_cardinality_leaves(
     let mut out = Vec::new();
     for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
         let mut p = vec![f.name().clone()];
-        walk(&mut p, c.as_ref(), dict_page, &mut out);
+        walk(&mut p, c.as_ref(), (string_dict_page, dict_page), &mut out);
     }
     out
 }

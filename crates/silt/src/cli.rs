@@ -217,8 +217,8 @@ pub struct WriteOpts {
     /// Target size of a Parquet data page.
     #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
     pub page_size: usize,
-    /// Largest dictionary page of a column chunk; a column whose distinct values outgrow it is
-    /// written plain from there on.
+    /// Largest dictionary page of a string column chunk; a column whose distinct values outgrow
+    /// it is written plain from there on (other columns: --page-size).
     #[arg(long, default_value = "4MiB", value_parser = parse_bytes)]
     pub dictionary_page_size: usize,
     /// Directory partitioning by event time.
