@@ -2,7 +2,7 @@
 //!
 //! Encoding (dictionaries, bloom filters, compression) is most of the CPU time of an import;
 //! the rest is reading and sorting. With the sink writing synchronously, the writer's thread
-//! stopped receiving and sorting whenever it encoded, and an import used about 1.4 of the two
+//! stopped receiving and sorting whenever it encoded, and an import used about 1.5 of the two
 //! cores it was measured on. Here `write` hands the (already sorted) batch to the sink's own
 //! thread over a one-slot channel and returns, so sorting the next buffer overlaps encoding
 //! this one. Memory stays bounded: at most one batch waits while another is being encoded,

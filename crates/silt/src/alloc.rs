@@ -7,9 +7,9 @@
 //!   blocks go to mimalloc;
 //! - Arrow buffers, sort buffers and encoded pages are large and cross threads (read on one,
 //!   sorted on another, encoded and freed on a third). mimalloc held on to such blocks: a Zeek
-//!   conn import with 143 MiB of live allocations peaked at 260-330 MiB RSS, and a web-log
-//!   conversion at 230 MiB; with blocks of 4 KiB and up going to glibc they peaked at about
-//!   215 and 138 MiB, at the same wall time.
+//!   conn import with 143 MiB of live allocations peaked at 290-350 MiB RSS, and web-log
+//!   conversions at 214-260 MiB; with blocks of 4 KiB and up going to glibc they peak at about
+//!   210 and 125-145 MiB, at the same wall time.
 //!
 //! A block is freed by the allocator its size chose, which Rust's allocator contract makes
 //! possible: `dealloc` and `realloc` receive the layout the block was allocated with.
