@@ -6,12 +6,10 @@
 
 use std::io::BufRead;
 
-use silt_core::{Emit, ReadOptions, SourceInfo};
-use silt_readers::json::Value;
-
-use crate::lines::{for_each_line, json_error_reason};
+use crate::lines::for_each_line;
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
+use silt_core::{Emit, ReadOptions, SourceInfo};
 
 pub fn read(
     input: &mut dyn BufRead,
@@ -31,14 +29,7 @@ fn read_lines(
     sink: &mut Sink,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    for_each_line(
-        input,
-        source,
-        sink,
-        out,
-        |n, buf, sink, out| match Value::from_slice(buf) {
-            Ok(v) => sink.push(v, n, &|| buf.to_vec(), buf.len(), out),
-            Err(e) => sink.reject(out, n, json_error_reason(&e), buf.to_vec()),
-        },
-    )
+    for_each_line(input, source, sink, out, |n, buf, sink, out| {
+        sink.push_json(buf, n, out)
+    })
 }

@@ -1,10 +1,11 @@
 //! The part every generic reader shares: records ([`Value`] objects) in, batches and rejects out.
 //!
 //! A [`Sink`] decides the time field (see [`crate::time`]), converts it, and then either
-//! - **infers** the schema (no `--schema`): records go to a `silt_readers::json::Batcher`, whose
-//!   rules are the EVE rules (int+float -> float, scalar+list -> list, other conflicts -> text);
-//!   for text-only formats (CSV, TSV, LTSV) each batch's string values are first typed column by
-//!   column with [`retype_text`]; or
+//! - **infers** the schema (no `--schema`): records go to a `silt_readers::json::ColumnBatcher`,
+//!   whose rules are the EVE rules (int+float -> float, scalar+list -> list, other conflicts ->
+//!   text); JSON text ([`Sink::push_json`]) is parsed straight into its columns, without a
+//!   `Value` per record; for text-only formats (CSV, TSV, LTSV) each batch's string values are
+//!   first typed column by column with [`retype_text`]; or
 //! - **conforms** every record to a target schema (`--schema`, or an Avro file's own schema)
 //!   with [`crate::schema_file::conform_record`]; a record that does not fit is rejected with the
 //!   field and the reason, and reading goes on.
@@ -20,8 +21,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use silt_core::{meta, Emit, ReadOptions, Reject, SourceInfo, TableName};
-use silt_readers::json::{attach_unparsed, build::build_batch, Batcher, Value};
+use silt_readers::json::columns::Parsed;
+use silt_readers::json::{attach_unparsed, build::build_batch, ColumnBatcher, Value};
 
+use crate::lines::json_error_reason;
 use crate::schema_file::{conform_record, ConformOptions, TargetSchema};
 use crate::time::{self, TimeUnit};
 use crate::LogOptions;
@@ -41,7 +44,8 @@ pub struct Sink<'a> {
     decided: bool,
     /// Schema mode: the fields to validate against (with required-ness) and the emitted schema.
     target: Option<(Fields, SchemaRef)>,
-    batcher: Option<Batcher>,
+    batcher: Option<ColumnBatcher>,
+    /// Records waiting for the batch: under a schema, and for text formats (typed per batch).
     rows: Vec<Value>,
     bytes: usize,
     emitted: u64,
@@ -177,18 +181,66 @@ impl<'a> Sink<'a> {
             }
             None => {
                 if self.batcher.is_none() {
-                    self.batcher = Some(Batcher::new(self.initial_schema(&record)));
+                    self.batcher = Some(ColumnBatcher::new(self.initial_schema(&record)));
                 }
                 if let Some(tf) = &self.time_field {
                     if let Some(orig) = time::convert_field(&mut record, tf, self.unit) {
                         attach_unparsed(&mut record, vec![(tf.clone(), orig)]);
                     }
                 }
+                if let Some(b) = self.batcher.as_mut().filter(|_| !self.text) {
+                    b.push_value(record, bytes)?;
+                    return self.buffered(bytes, out);
+                }
             }
         }
         self.rows.push(record);
+        self.buffered(bytes, out)
+    }
+
+    /// Takes one JSON text (an NDJSON line). When the schema is inferred, it is parsed straight
+    /// into the batch's columns (`silt_readers::json::columns`); the first record, and every
+    /// record under `--schema`, goes through [`Sink::push`] as a `Value`. Invalid JSON and values
+    /// that are not objects are rejected with the same reasons either way.
+    pub fn push_json(&mut self, text: &[u8], line: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let fast = self.decided && self.target.is_none() && !self.text;
+        let Some(b) = self.batcher.as_mut().filter(|_| fast) else {
+            return match Value::from_slice(text) {
+                Ok(v) => self.push(v, line, &|| text.to_vec(), text.len(), out),
+                Err(e) => self.reject(out, line, json_error_reason(&e), text.to_vec()),
+            };
+        };
+        match b.parse_json(text) {
+            Ok(Parsed::Row) => {}
+            Ok(Parsed::Other(v)) => {
+                let reason = format!("not an object/map but {}", kind(&v));
+                return self.reject(out, line, reason, text.to_vec());
+            }
+            Err(e) => return self.reject(out, line, json_error_reason(&e), text.to_vec()),
+        }
+        if let Some(tf) = &self.time_field {
+            match b.pending(tf).map(|v| time::scalar_to_micros(v, self.unit)) {
+                None | Some(Ok(None)) => {}
+                Some(Ok(Some(micros))) => b.set_pending_time(tf, micros),
+                Some(Err(())) => {
+                    // Rare: the record goes the `Value` way, which keeps the original value.
+                    let mut record = b.take_pending();
+                    if let Some(orig) = time::convert_field(&mut record, tf, self.unit) {
+                        attach_unparsed(&mut record, vec![(tf.clone(), orig)]);
+                    }
+                    b.stage_value(record)?;
+                }
+            }
+        }
+        b.commit(text.len());
+        self.buffered(text.len(), out)
+    }
+
+    /// Counts a buffered record's input bytes and flushes when the batch is full.
+    fn buffered(&mut self, bytes: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
         self.bytes += bytes;
-        if self.rows.len() >= self.batch_rows || self.bytes >= MAX_BUFFERED_BYTES {
+        let rows = self.rows.len() + self.batcher.as_ref().map_or(0, ColumnBatcher::len);
+        if rows >= self.batch_rows || self.bytes >= MAX_BUFFERED_BYTES {
             self.flush(out)?;
         }
         Ok(())
@@ -220,7 +272,7 @@ impl<'a> Sink<'a> {
 
     /// Emits the buffered records as one batch.
     pub fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
-        if self.rows.is_empty() {
+        if self.rows.is_empty() && self.batcher.as_ref().is_none_or(ColumnBatcher::is_empty) {
             return Ok(());
         }
         let mut rows = std::mem::take(&mut self.rows);
@@ -234,9 +286,9 @@ impl<'a> Sink<'a> {
                 let tf = self.time_field.clone();
                 let b = self
                     .batcher
-                    .get_or_insert_with(|| Batcher::new(Schema::empty()));
+                    .get_or_insert_with(|| ColumnBatcher::new(Schema::empty()));
                 for r in rows {
-                    b.push(r, 0);
+                    b.push_value(r, 0)?;
                 }
                 let finish = |s: Schema| {
                     let mut md = s.metadata().clone();
@@ -406,6 +458,65 @@ pub fn retype_text(rows: &mut [Value], skip: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use silt_core::CollectEmit;
+
+    /// What a sink makes of `lines`, given as JSON text (`push_json`, the NDJSON path) or as
+    /// parsed `Value`s (`push`, the path of MessagePack and the first record).
+    fn through_sink(lines: &[&str], text: bool, lo: &LogOptions, batch_rows: usize) -> CollectEmit {
+        let source = SourceInfo::stdin();
+        let ro = ReadOptions { batch_rows };
+        let mut out = CollectEmit::default();
+        let table = TableName::new("json", "t");
+        let mut sink = Sink::new(&source, table, &ro, lo, false, None).unwrap();
+        for (i, l) in lines.iter().enumerate() {
+            let n = i as u64 + 1;
+            if text {
+                sink.push_json(l.as_bytes(), n, &mut out).unwrap();
+            } else {
+                match Value::from_slice(l.as_bytes()) {
+                    Ok(v) => sink
+                        .push(v, n, &|| l.as_bytes().to_vec(), l.len(), &mut out)
+                        .unwrap(),
+                    Err(e) => sink
+                        .reject(&mut out, n, json_error_reason(&e), l.as_bytes().to_vec())
+                        .unwrap(),
+                }
+            }
+        }
+        sink.finish(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn json_text_and_values_give_the_same_batches() {
+        let lines = [
+            r#"{"log_time":1521911721123,"s":"a","n":1}"#,
+            r#"{"s":"b","log_time":"2018-03-24T17:15:21.5+01:00","n":2.5}"#,
+            r#"{"log_time":"yesterday","s":"c","_unparsed":"{\"x\":1}"}"#,
+            r#"{"s":"d","log_time":null,"nested":{"a":[1,2]}}"#,
+            r#"{"s":"e"}"#,
+            r#"{"log_time":1521911722,"log_time":1521911723000,"s":5}"#,
+            r#"{"log_time":true,"s":"f"}"#,
+            r#"[1]"#,
+            r#"{"log_time":1"#,
+            r#"{"log_time":{"a":1},"s":"g"}"#,
+        ];
+        for unit in [None, Some(TimeUnit::Millis)] {
+            for (explicit, rows) in [(None, 3), (Some("log_time"), 100), (Some("s"), 2)] {
+                let lo = LogOptions {
+                    time_field: explicit.map(str::to_string),
+                    time_unit: unit,
+                    ..LogOptions::default()
+                };
+                let a = through_sink(&lines, false, &lo, rows);
+                let b = through_sink(&lines, true, &lo, rows);
+                assert_eq!(a.batches, b.batches, "{explicit:?} {unit:?} {rows}");
+                assert_eq!(format!("{:?}", a.rejects), format!("{:?}", b.rejects));
+                assert_eq!(a.table_bytes, b.table_bytes);
+                assert_eq!(a.rows("json.t"), 8);
+            }
+        }
+    }
 
     #[test]
     fn text_columns_are_typed() {

@@ -24,6 +24,7 @@
 
 use std::str::FromStr;
 
+use silt_readers::json::columns::Scalar;
 use silt_readers::json::Value;
 
 /// Field names tried, in this order, when no `--time-field` is given.
@@ -126,21 +127,27 @@ pub fn choose_name<'a>(
 /// UTC microseconds of one value: `Ok(None)` for null, `Err(())` when it does not parse.
 #[allow(clippy::result_unit_err)]
 pub fn to_micros(v: &Value, unit: Option<TimeUnit>) -> Result<Option<i64>, ()> {
+    scalar_to_micros(Scalar::from(v), unit)
+}
+
+/// [`to_micros`] of a borrowed value (a pending row's cell in the NDJSON fast path).
+#[allow(clippy::result_unit_err)]
+pub fn scalar_to_micros(v: Scalar<'_>, unit: Option<TimeUnit>) -> Result<Option<i64>, ()> {
     let r = match v {
-        Value::Null => return Ok(None),
-        Value::Time(t) => Some(*t),
-        Value::Int(i) => unit
-            .unwrap_or_else(|| TimeUnit::guess(*i as f64))
-            .int_to_micros(*i),
-        Value::UInt(u) => i64::try_from(*u).ok().and_then(|i| {
+        Scalar::Null => return Ok(None),
+        Scalar::Time(t) => Some(t),
+        Scalar::Int(i) => unit
+            .unwrap_or_else(|| TimeUnit::guess(i as f64))
+            .int_to_micros(i),
+        Scalar::UInt(u) => i64::try_from(u).ok().and_then(|i| {
             unit.unwrap_or_else(|| TimeUnit::guess(i as f64))
                 .int_to_micros(i)
         }),
-        Value::Float(f) => unit
-            .unwrap_or_else(|| TimeUnit::guess(*f))
-            .float_to_micros(*f),
-        Value::Str(s) => str_to_micros(s, unit),
-        _ => None,
+        Scalar::Float(f) => unit
+            .unwrap_or_else(|| TimeUnit::guess(f))
+            .float_to_micros(f),
+        Scalar::Str(s) => str_to_micros(s, unit),
+        Scalar::Bool(_) | Scalar::Nested => None,
     };
     r.map(Some).ok_or(())
 }

@@ -79,6 +79,18 @@ pub fn build_array(vals: &[Option<&Value>], dt: &DataType) -> Result<ArrayRef, A
     build_array_inner(vals, dt, &mut Ctx::default())
 }
 
+/// [`build_array`] that adds the values that did not fit to `mismatches`.
+pub(crate) fn build_array_counted(
+    vals: &[Option<&Value>],
+    dt: &DataType,
+    mismatches: &mut u64,
+) -> Result<ArrayRef, ArrowError> {
+    let mut cx = Ctx::default();
+    let a = build_array_inner(vals, dt, &mut cx)?;
+    *mismatches += cx.mismatches;
+    Ok(a)
+}
+
 fn build_array_inner(
     vals: &[Option<&Value>],
     dt: &DataType,

@@ -153,7 +153,9 @@ impl<'de> Deserialize<'de> for Value {
     }
 }
 
-struct ValueVisitor;
+/// The visitor behind `Value`'s `Deserialize`; [`super::columns`] hands it every value that is
+/// not a top-level object's scalar, so both paths parse alike.
+pub(crate) struct ValueVisitor;
 
 /// Objects up to this many entries find duplicate keys by a linear scan; larger ones use a map.
 const LINEAR_DEDUP_MAX: usize = 16;
