@@ -92,6 +92,32 @@ impl<'a> Lines<'a> {
         Ok(Some(Line { consumed, overlong }))
     }
 
+    /// Hands the next line to `f` straight from the reader's buffer when it lies there whole
+    /// (a newline follows it) and is not the first line (which may start with a byte-order
+    /// mark); `\r\n` is stripped as by [`Lines::next_line`]. Returns the bytes consumed, or
+    /// `None` when it did nothing (then [`Lines::next_line`] reads the line, and reports a read
+    /// error if there is one).
+    pub fn in_buffer(
+        &mut self,
+        f: impl FnOnce(u64, &[u8]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Option<usize>> {
+        if self.lineno == 0 {
+            return Ok(None);
+        }
+        let Ok(chunk) = self.input.fill_buf() else {
+            return Ok(None);
+        };
+        let Some(end) = memchr::memchr(b'\n', chunk).filter(|&e| e <= MAX_LINE_BYTES) else {
+            return Ok(None);
+        };
+        let line = &chunk[..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        self.lineno += 1;
+        let res = f(self.lineno, line);
+        self.input.consume(end + 1);
+        res.map(|()| Some(end + 1))
+    }
+
     /// The current line is empty or white space.
     pub fn is_blank(&self) -> bool {
         self.buf.iter().all(u8::is_ascii_whitespace)
@@ -120,10 +146,23 @@ pub fn for_each_line(
     mut each: impl FnMut(u64, &[u8], &mut Sink, &mut dyn Emit) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut lines = Lines::new(input);
-    while let Some(l) = lines
-        .next_line()
-        .with_context(|| format!("{}: read error after line {}", source.display, lines.lineno))?
-    {
+    loop {
+        // A line that lies whole in the reader's buffer (nearly all: the buffer is 1 MiB) is
+        // used where it is, without copying it into `lines.buf` first.
+        let fast = lines.in_buffer(|n, line| {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(());
+            }
+            each(n, line, sink, out)
+        })?;
+        if let Some(consumed) = fast {
+            out.progress(consumed as u64);
+            continue;
+        }
+        let next = lines.next_line().with_context(|| {
+            format!("{}: read error after line {}", source.display, lines.lineno)
+        })?;
+        let Some(l) = next else { break };
         out.progress(l.consumed as u64);
         let n = lines.lineno;
         if l.overlong {
@@ -152,6 +191,47 @@ pub fn utf8_or_reject<'b>(
             let reason = format!("invalid UTF-8 at byte {}", e.valid_up_to());
             sink.reject(out, n, reason, buf.to_vec())?;
             Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use silt_core::{CollectEmit, ReadOptions, SourceInfo};
+
+    use crate::LogOptions;
+
+    /// Lines are found, numbered and stripped the same wherever the reader's buffer ends: in
+    /// the buffer (used in place) or across its end (copied).
+    #[test]
+    fn buffer_boundaries_do_not_change_lines() {
+        let text = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \n{\"a\":2}\n{bad\r\n{\"a\":\"x\\ny\"}\r\n[3]\n{\"a\":4}";
+        let run = |cap: usize| {
+            let mut input = std::io::BufReader::with_capacity(cap, &text[..]);
+            let mut out = CollectEmit::default();
+            let source = SourceInfo::stdin();
+            crate::ndjson::read(
+                &mut input,
+                &source,
+                &ReadOptions::default(),
+                &LogOptions::default(),
+                &mut out,
+            )
+            .unwrap();
+            let rejects: Vec<(u64, Vec<u8>)> = out
+                .rejects
+                .iter()
+                .map(|r| (r.line, r.raw.clone()))
+                .collect();
+            (out.batches, rejects, out.bytes)
+        };
+        let whole = run(1 << 20);
+        assert_eq!(whole.1, [(5, b"{bad".to_vec()), (7, b"[3]".to_vec())]);
+        assert_eq!(whole.2, text.len() as u64);
+        let rows: usize = whole.0.values().flatten().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 4);
+        for cap in 1..=text.len() {
+            assert_eq!(run(cap), whole, "buffer of {cap} bytes");
         }
     }
 }
