@@ -362,7 +362,7 @@ pub fn split_request(r: &str) -> Option<(&str, &str, &str)> {
 
 /// Decodes `\"`, `\\` and printable `\xHH`; borrows when there is nothing to decode.
 pub fn unescape(s: &str) -> Cow<'_, str> {
-    if !s.contains('\\') {
+    if memchr::memchr(b'\\', s.as_bytes()).is_none() {
         return Cow::Borrowed(s);
     }
     let b = s.as_bytes();
