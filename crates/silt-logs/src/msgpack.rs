@@ -24,7 +24,10 @@ use std::io::BufRead;
 use anyhow::Context;
 use rmp::Marker;
 use silt_core::{Emit, ReadOptions, SourceInfo};
-use silt_readers::json::Value;
+use std::borrow::Cow;
+
+use silt_readers::json::columns::Entry;
+use silt_readers::json::{ColumnBatcher, Value};
 
 use crate::sink::{kind, Sink};
 use crate::{LogFormat, LogOptions};
@@ -48,7 +51,7 @@ pub fn read(
         ro,
         lo,
         out,
-        |sink, out| read_stream(input, source, sink, out),
+        |sink, out| read_stream(input, source, sink, out, true),
     )
 }
 
@@ -197,6 +200,53 @@ impl<'a> Dec<'a> {
         })
     }
 
+    /// Decodes the entries of a top-level map of `n` entries (its marker already read) straight
+    /// into the pending row of `b`, with the keys and values [`Dec::map`] would give.
+    fn row_into(&mut self, b: &mut ColumnBatcher, n: usize) -> Result<(), DErr> {
+        if n > (self.buf.len() - self.pos) / 2 {
+            return Err(DErr::Eof);
+        }
+        b.discard_pending();
+        for _ in 0..n {
+            let key = match self.str_here()? {
+                Some(k) => Cow::Borrowed(k),
+                None => Cow::Owned(match self.value(1)? {
+                    Value::Str(s) => s,
+                    other => other.to_json(),
+                }),
+            };
+            let entry = match self.str_here()? {
+                Some(s) => Entry::Str(s),
+                None => Entry::Value(self.value(1)?),
+            };
+            if let Err(e) = b.set(&key, entry) {
+                self.bad.get_or_insert_with(|| e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// A string value that is valid UTF-8, borrowed from the buffer; `None` (and nothing read)
+    /// for anything else, which [`Dec::value`] then decodes.
+    fn str_here(&mut self) -> Result<Option<&'a str>, DErr> {
+        let start = self.pos;
+        let n = match Marker::from_u8(self.u8()?) {
+            Marker::FixStr(n) => n as usize,
+            Marker::Str8 => self.len8()?,
+            Marker::Str16 => self.len16()?,
+            Marker::Str32 => self.len32()?,
+            _ => {
+                self.pos = start;
+                return Ok(None);
+            }
+        };
+        let text = std::str::from_utf8(self.take(n)?).ok();
+        if text.is_none() {
+            self.pos = start;
+        }
+        Ok(text)
+    }
+
     fn array(&mut self, n: usize, depth: usize) -> Result<Value, DErr> {
         // Every element takes at least one byte: a length beyond the buffer is truncation, not
         // a reason to allocate.
@@ -294,11 +344,14 @@ fn unwrap_event(v: Value) -> Value {
     }
 }
 
+/// `columns`: maps go straight into the sink's columns when it takes them (always, but for the
+/// test that compares this with the `Value` path).
 fn read_stream(
     input: &mut dyn BufRead,
     source: &SourceInfo,
     sink: &mut Sink,
     out: &mut dyn Emit,
+    columns: bool,
 ) -> anyhow::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     let mut pos = 0usize;
@@ -338,17 +391,34 @@ fn read_stream(
             pos,
             bad: None,
         };
-        match d.value(0) {
-            Ok(v) => {
+        // A map goes straight into the batch's columns once the sink takes them; anything
+        // else (and the first record) is decoded into a `Value`.
+        let map_len = match buf[pos] {
+            m @ 0x80..=0x8f => Some(((m & 0x0f) as usize, 1)),
+            0xde => buf
+                .get(pos + 1..pos + 3)
+                .map(|l| (u16::from_be_bytes([l[0], l[1]]) as usize, 3)),
+            0xdf => buf
+                .get(pos + 1..pos + 5)
+                .map(|l| (u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize, 5)),
+            _ => None,
+        };
+        let decoded = match (map_len, sink.columns().filter(|_| columns)) {
+            (Some((n, header)), Some(b)) => {
+                d.pos += header;
+                d.row_into(b, n).map(|()| None)
+            }
+            _ => d.value(0).map(Some),
+        };
+        match decoded {
+            Ok(decoded) => {
                 record += 1;
                 want = CHUNK;
-                let start = pos;
-                let end = d.pos;
-                let bad = d.bad.take();
+                let (start, end) = (pos, d.pos);
                 pos = end;
                 let offset = base + start as u64;
                 let raw = &buf[start..end];
-                if let Some(reason) = bad {
+                if let Some(reason) = d.bad.take() {
                     sink.reject(
                         out,
                         record,
@@ -357,6 +427,10 @@ fn read_stream(
                     )?;
                     continue;
                 }
+                let Some(v) = decoded else {
+                    sink.commit_pending(raw.len(), out)?;
+                    continue;
+                };
                 let v = unwrap_event(v);
                 if !matches!(v, Value::Object(_)) {
                     let reason = format!(
@@ -391,5 +465,104 @@ fn read_stream(
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use silt_core::{CollectEmit, ReadOptions, SourceInfo};
+
+    use super::*;
+
+    fn str8(out: &mut Vec<u8>, s: &[u8]) {
+        rmp::encode::write_str_len(out, s.len() as u32).unwrap();
+        out.extend_from_slice(s);
+    }
+
+    /// Records of every kind, straight into columns and through `Value`s: the same batches and
+    /// rejects.
+    #[test]
+    fn columns_and_values_agree() {
+        let mut data = Vec::new();
+        for i in 0..40u32 {
+            let mut m = Vec::new();
+            let mut n = 0u32;
+            let mut kv = |k: &[u8], v: &dyn Fn(&mut Vec<u8>)| {
+                str8(&mut m, k);
+                v(&mut m);
+                n += 1;
+            };
+            kv(b"time", &|o| {
+                rmp::encode::write_uint(o, 1_700_000_000_000 + i as u64)
+                    .map(|_| ())
+                    .unwrap()
+            });
+            kv(b"s", &|o| str8(o, format!("v{}", i % 3).as_bytes()));
+            match i % 8 {
+                0 => kv(b"x", &|o| rmp::encode::write_f64(o, 1.5).unwrap()),
+                1 => kv(b"x", &|o| str8(o, b"text")),
+                2 => kv(b"", &|o| rmp::encode::write_bool(o, true).unwrap()),
+                3 => kv(b"s", &|o| {
+                    rmp::encode::write_sint(o, -3).map(|_| ()).unwrap()
+                }),
+                4 => kv(b"bad", &|o| str8(o, b"\xff\xfe")),
+                5 => kv(b"n", &|o| {
+                    rmp::encode::write_array_len(o, 2).unwrap();
+                    rmp::encode::write_uint(o, u64::MAX).unwrap();
+                    rmp::encode::write_nil(o).unwrap();
+                }),
+                6 => kv(b"b", &|o| {
+                    rmp::encode::write_bin(o, b"bin").unwrap();
+                }),
+                _ => kv(b"t", &|o| {
+                    rmp::encode::write_ext_meta(o, 8, -1).unwrap();
+                    o.extend_from_slice(&(1_700_000_000u64).to_be_bytes());
+                }),
+            }
+            if i % 5 == 0 {
+                // A map-typed key and a nested map value.
+                rmp::encode::write_uint(&mut m, 7).unwrap();
+                rmp::encode::write_map_len(&mut m, 1).unwrap();
+                str8(&mut m, b"k");
+                rmp::encode::write_uint(&mut m, 1).unwrap();
+                n += 1;
+            }
+            if i % 7 == 3 {
+                // fluentd's [time, record] entry, then something that is not a map at all.
+                rmp::encode::write_array_len(&mut data, 2).unwrap();
+                rmp::encode::write_uint(&mut data, 1_700_000_000).unwrap();
+            }
+            rmp::encode::write_map_len(&mut data, n).unwrap();
+            data.extend_from_slice(&m);
+            if i % 9 == 4 {
+                rmp::encode::write_uint(&mut data, 42).unwrap();
+            }
+        }
+        // A record cut off by the end of input.
+        rmp::encode::write_map_len(&mut data, 2).unwrap();
+        str8(&mut data, b"time");
+        let run = |columns: bool| {
+            let source = SourceInfo::stdin();
+            let mut out = CollectEmit::default();
+            let ro = ReadOptions { batch_rows: 7 };
+            let lo = LogOptions::default();
+            Sink::run(
+                LogFormat::Msgpack,
+                false,
+                &source,
+                &ro,
+                &lo,
+                &mut out,
+                |sink, out| read_stream(&mut &data[..], &source, sink, out, columns),
+            )
+            .unwrap();
+            out
+        };
+        let (a, b) = (run(true), run(false));
+        assert_eq!(a.batches, b.batches);
+        assert_eq!(format!("{:?}", a.rejects), format!("{:?}", b.rejects));
+        assert_eq!(a.table_bytes, b.table_bytes);
+        assert_eq!(a.rows("msgpack.stdin"), 35);
+        assert_eq!(a.rejects.len(), 5 + 4 + 1);
     }
 }

@@ -203,21 +203,37 @@ impl<'a> Sink<'a> {
     /// record under `--schema`, goes through [`Sink::push`] as a `Value`. Invalid JSON and values
     /// that are not objects are rejected with the same reasons either way.
     pub fn push_json(&mut self, text: &[u8], line: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
-        let fast = self.decided && self.target.is_none() && !self.text;
-        let Some(b) = self.batcher.as_mut().filter(|_| fast) else {
+        let Some(b) = self.columns() else {
             return match Value::from_slice(text) {
                 Ok(v) => self.push(v, line, &|| text.to_vec(), text.len(), out),
                 Err(e) => self.reject(out, line, json_error_reason(&e), text.to_vec()),
             };
         };
         match b.parse_json(text) {
-            Ok(Parsed::Row) => {}
+            Ok(Parsed::Row) => self.commit_pending(text.len(), out),
             Ok(Parsed::Other(v)) => {
                 let reason = format!("not an object/map but {}", kind(&v));
-                return self.reject(out, line, reason, text.to_vec());
+                self.reject(out, line, reason, text.to_vec())
             }
-            Err(e) => return self.reject(out, line, json_error_reason(&e), text.to_vec()),
+            Err(e) => self.reject(out, line, json_error_reason(&e), text.to_vec()),
         }
+    }
+
+    /// The batch's columns, for a reader that decodes a record straight into them (a pending
+    /// row, then [`Sink::commit_pending`]). `None` until the first record has been pushed as a
+    /// `Value` (it decides the time field and the initial schema), and always under `--schema`
+    /// and for text formats: those records go through [`Sink::push`].
+    pub fn columns(&mut self) -> Option<&mut ColumnBatcher> {
+        let fast = self.decided && self.target.is_none() && !self.text;
+        self.batcher.as_mut().filter(|_| fast)
+    }
+
+    /// Commits the pending row of [`Sink::columns`] (`bytes`: its input size) after converting
+    /// its time field as [`Sink::push`] does.
+    pub fn commit_pending(&mut self, bytes: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let Some(b) = self.batcher.as_mut() else {
+            anyhow::bail!("no pending record to commit");
+        };
         if let Some(tf) = &self.time_field {
             match b.pending(tf).map(|v| time::scalar_to_micros(v, self.unit)) {
                 None | Some(Ok(None)) => {}
@@ -232,8 +248,8 @@ impl<'a> Sink<'a> {
                 }
             }
         }
-        b.commit(text.len());
-        self.buffered(text.len(), out)
+        b.commit(bytes);
+        self.buffered(bytes, out)
     }
 
     /// Counts a buffered record's input bytes and flushes when the batch is full.

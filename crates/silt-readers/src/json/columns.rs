@@ -75,6 +75,20 @@ impl Cell {
     }
 }
 
+/// A top-level value handed to [`ColumnBatcher::set`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(&'a str),
+    Time(i64),
+    /// Any value (objects and arrays are kept as they are, scalars as above).
+    Value(Value),
+}
+
 /// A pending top-level value, borrowed (see [`ColumnBatcher::pending`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar<'a> {
@@ -218,26 +232,48 @@ impl ColumnBatcher {
             ));
         };
         for (k, v) in entries {
-            let col = self.column(&k);
-            let cell = match v {
-                Value::Null => Cell::Null,
-                Value::Bool(b) => Cell::Bool(b),
-                Value::Int(i) => Cell::Int(i),
-                Value::UInt(u) => Cell::UInt(u),
-                Value::Float(f) => Cell::Float(f),
-                Value::Time(t) => Cell::Time(t),
-                Value::Str(s) => {
-                    if let Err(e) = self.put_str(col, &s) {
-                        self.rollback();
-                        return Err(ArrowError::InvalidArgumentError(e));
-                    }
-                    continue;
-                }
-                nested @ (Value::List(_) | Value::Object(_)) => Cell::Nested(Box::new(nested)),
-            };
-            self.put(col, cell);
+            if let Err(e) = self.set(&k, Entry::Value(v)) {
+                self.rollback();
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    /// Sets `key` in the pending row (a row starts with the first key set after a commit or
+    /// [`ColumnBatcher::discard_pending`]); for decoders that walk a record themselves
+    /// (MessagePack). Keys behave as in JSON text: `""` is `_`, a repeated key keeps its first
+    /// position and its last value. Fails only for a column of more than 2 GiB of text.
+    pub fn set(&mut self, key: &str, value: Entry<'_>) -> Result<(), ArrowError> {
+        let col = self.column(key);
+        let cell = match value {
+            Entry::Null | Entry::Value(Value::Null) => Cell::Null,
+            Entry::Bool(b) | Entry::Value(Value::Bool(b)) => Cell::Bool(b),
+            Entry::Int(i) | Entry::Value(Value::Int(i)) => Cell::Int(i),
+            Entry::UInt(u) | Entry::Value(Value::UInt(u)) => Cell::UInt(u),
+            Entry::Float(f) | Entry::Value(Value::Float(f)) => Cell::Float(f),
+            Entry::Time(t) | Entry::Value(Value::Time(t)) => Cell::Time(t),
+            Entry::Str(s) => {
+                return self
+                    .put_str(col, s)
+                    .map_err(ArrowError::InvalidArgumentError)
+            }
+            Entry::Value(Value::Str(s)) => {
+                return self
+                    .put_str(col, &s)
+                    .map_err(ArrowError::InvalidArgumentError)
+            }
+            Entry::Value(nested @ (Value::List(_) | Value::Object(_))) => {
+                Cell::Nested(Box::new(nested))
+            }
+        };
+        self.put(col, cell);
+        Ok(())
+    }
+
+    /// Drops the pending row, if any.
+    pub fn discard_pending(&mut self) {
+        self.rollback();
     }
 
     /// Buffers an object record: [`ColumnBatcher::stage_value`] and [`ColumnBatcher::commit`].
