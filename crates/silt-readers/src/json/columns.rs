@@ -36,11 +36,13 @@ use std::sync::Arc;
 
 use arrow::array::NullBufferBuilder;
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, NullArray, StringArray, StringBuilder,
-    TimestampMicrosecondBuilder, UInt64Builder,
+    ArrayRef, AsArray, BooleanBuilder, NullArray, PrimitiveBuilder, StringArray, StringBuilder,
 };
 use arrow::buffer::{Buffer, OffsetBuffer};
-use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, Fields, Float64Type, Int64Type, Schema, SchemaRef,
+    TimeUnit, TimestampMicrosecondType, UInt64Type,
+};
 use arrow::error::ArrowError;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
@@ -548,14 +550,9 @@ fn build_column(
 ) -> Result<ArrayRef, ArrowError> {
     let n = cells.len();
     let cells_ref: &[Cell] = cells;
-    let mut null_or_mismatch = |c: &Cell| {
-        if !c.is_void() {
-            *mismatches += 1;
-        }
-    };
     Ok(match dt {
         DataType::Null => {
-            cells_ref.iter().for_each(&mut null_or_mismatch);
+            *mismatches += cells_ref.iter().filter(|c| !c.is_void()).count() as u64;
             Arc::new(NullArray::new(n))
         }
         DataType::Boolean => {
@@ -564,68 +561,36 @@ fn build_column(
                 match c {
                     Cell::Bool(x) => b.append_value(*x),
                     other => {
-                        null_or_mismatch(other);
+                        *mismatches += u64::from(!other.is_void());
                         b.append_null()
                     }
                 }
             }
             Arc::new(b.finish())
         }
-        DataType::Int64 => {
-            let mut b = Int64Builder::with_capacity(n);
-            for c in cells_ref {
-                match c {
-                    Cell::Int(x) => b.append_value(*x),
-                    Cell::UInt(x) if i64::try_from(*x).is_ok() => b.append_value(*x as i64),
-                    other => {
-                        null_or_mismatch(other);
-                        b.append_null()
-                    }
-                }
-            }
-            Arc::new(b.finish())
-        }
-        DataType::UInt64 => {
-            let mut b = UInt64Builder::with_capacity(n);
-            for c in cells_ref {
-                match c {
-                    Cell::UInt(x) => b.append_value(*x),
-                    Cell::Int(x) if *x >= 0 => b.append_value(*x as u64),
-                    other => {
-                        null_or_mismatch(other);
-                        b.append_null()
-                    }
-                }
-            }
-            Arc::new(b.finish())
-        }
-        DataType::Float64 => {
-            let mut b = Float64Builder::with_capacity(n);
-            for c in cells_ref {
-                match c {
-                    Cell::Float(x) => b.append_value(*x),
-                    Cell::Int(x) => b.append_value(*x as f64),
-                    Cell::UInt(x) => b.append_value(*x as f64),
-                    other => {
-                        null_or_mismatch(other);
-                        b.append_null()
-                    }
-                }
-            }
-            Arc::new(b.finish())
-        }
+        DataType::Int64 => primitive::<Int64Type>(cells_ref, mismatches, |c| match c {
+            Cell::Int(x) => Some(*x),
+            Cell::UInt(x) => i64::try_from(*x).ok(),
+            _ => None,
+        }),
+        DataType::UInt64 => primitive::<UInt64Type>(cells_ref, mismatches, |c| match c {
+            Cell::UInt(x) => Some(*x),
+            Cell::Int(x) => u64::try_from(*x).ok(),
+            _ => None,
+        }),
+        DataType::Float64 => primitive::<Float64Type>(cells_ref, mismatches, |c| match c {
+            Cell::Float(x) => Some(*x),
+            Cell::Int(x) => Some(*x as f64),
+            Cell::UInt(x) => Some(*x as f64),
+            _ => None,
+        }),
         DataType::Timestamp(TimeUnit::Microsecond, tz) => {
-            let mut b = TimestampMicrosecondBuilder::with_capacity(n).with_timezone_opt(tz.clone());
-            for c in cells_ref {
-                match c {
-                    Cell::Time(x) => b.append_value(*x),
-                    other => {
-                        null_or_mismatch(other);
-                        b.append_null()
-                    }
-                }
-            }
-            Arc::new(b.finish())
+            let a = primitive::<TimestampMicrosecondType>(cells_ref, mismatches, |c| match c {
+                Cell::Time(x) => Some(*x),
+                _ => None,
+            });
+            let a = a.as_primitive::<TimestampMicrosecondType>().clone();
+            Arc::new(a.with_timezone_opt(tz.clone()))
         }
         DataType::Utf8 => utf8_column(cells, text)?,
         other => {
@@ -640,6 +605,26 @@ fn build_column(
             build_array_counted(&refs, other, mismatches)?
         }
     })
+}
+
+/// A number column: `value` gives a cell's number; any other cell is null, and counted as a
+/// mismatch unless it is null or `{}` (as in [`super::build`]).
+fn primitive<T: ArrowPrimitiveType>(
+    cells: &[Cell],
+    mismatches: &mut u64,
+    value: impl Fn(&Cell) -> Option<T::Native>,
+) -> ArrayRef {
+    let mut b = PrimitiveBuilder::<T>::with_capacity(cells.len());
+    for c in cells {
+        match value(c) {
+            Some(v) => b.append_value(v),
+            None => {
+                *mismatches += u64::from(!c.is_void());
+                b.append_null()
+            }
+        }
+    }
+    Arc::new(b.finish())
 }
 
 /// A text column: the arena itself when it holds exactly the column's strings in row order
