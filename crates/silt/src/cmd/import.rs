@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use silt_core::{Emit, ReadOptions, Reject, SourceInfo, TableName};
 use silt_lake::{ImportSummary, LakeWriter, WriterConfig};
@@ -135,21 +136,36 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
 /// How inputs of `a.format` are read (custom readers take their options from `a`). `silt bench`
 /// calls it too, so every format `silt import` knows can be benchmarked.
 pub fn reader_spec(a: &ImportArgs) -> anyhow::Result<ReaderSpec> {
-    Ok(match a.format {
+    let spec = match a.format {
         ImportFormat::Zeek => ReaderSpec::Known(Format::Zeek),
         ImportFormat::Suricata => ReaderSpec::Known(Format::Suricata),
         ImportFormat::Auto => ReaderSpec::Auto,
         ImportFormat::Access => {
-            crate::cmd::access::access_reader(&a.access, a.log.table.as_deref(), a.batch_rows)?
+            return crate::cmd::access::access_reader(
+                &a.access,
+                a.log.table.as_deref(),
+                a.batch_rows,
+            );
         }
         ImportFormat::Pcap => pcap_reader(&a.pcap, a.batch_rows)?,
         f => {
             let format = crate::cmd::convert::log_format(f)
                 .ok_or_else(|| anyhow::anyhow!("no reader for format {f:?}"))?;
             let spec = crate::cmd::convert::log_reader(format, &a.log, a.batch_rows)?;
-            crate::cmd::access::with_parse_field(spec, &a.access)?
+            return crate::cmd::access::with_parse_field(spec, &a.access);
         }
-    })
+    };
+    // Not silently ignored: these records hold no log line to parse.
+    if a.access.parse_field.is_some() {
+        let name = a
+            .format
+            .to_possible_value()
+            .map_or_else(|| format!("{:?}", a.format), |v| v.get_name().to_string());
+        anyhow::bail!(
+            "--parse-field applies to the generic log formats (json, msgpack, csv, docker, ...), not to {name}"
+        );
+    }
+    Ok(spec)
 }
 
 /// How each input is read.
