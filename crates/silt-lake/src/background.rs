@@ -9,13 +9,15 @@
 //! and both are slices of sort buffers the writer accounts for anyway.
 //!
 //! Errors of the encoding thread surface on the next `write` or at `finish`; a panic there is
-//! reported as an error, never propagated as a panic.
+//! reported as an error, never propagated as a panic. A sink dropped without `finish` (an error
+//! elsewhere) stops after the batch it is encoding: the waiting batch and the file's footer are
+//! skipped, since the temp file is removed anyway.
 //!
 //! This module touches nothing but the sink it wraps.
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -30,6 +32,8 @@ pub(crate) struct Background {
     handle: Option<JoinHandle<anyhow::Result<BufWriter<File>>>>,
     /// The wrapped sink's `memory_size`, updated after every batch.
     memory: Arc<AtomicUsize>,
+    /// Set when the sink is dropped without `finish`: the thread stops without finishing.
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Background {
@@ -37,12 +41,20 @@ impl Background {
         let (tx, rx) = sync_channel::<RecordBatch>(1);
         let memory = Arc::new(AtomicUsize::new(inner.memory_size()));
         let mem = memory.clone();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let stop = abandoned.clone();
         let handle = std::thread::Builder::new()
             .name("silt-encode".into())
             .spawn(move || {
                 for batch in rx {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     inner.write(&batch)?;
                     mem.store(inner.memory_size(), Ordering::Relaxed);
+                }
+                if stop.load(Ordering::Relaxed) {
+                    anyhow::bail!("abandoned before it was finished");
                 }
                 inner.finish()
             })?;
@@ -50,6 +62,7 @@ impl Background {
             tx: Some(tx),
             handle: Some(handle),
             memory,
+            abandoned,
         })
     }
 
@@ -92,8 +105,10 @@ impl FileSink for Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        // Abandoned (an error elsewhere): let the thread end before the temp file is removed.
+        // Abandoned (an error elsewhere): stop the thread, and let it end before the temp file
+        // is removed.
         if self.handle.is_some() {
+            self.abandoned.store(true, Ordering::Relaxed);
             let _ = self.join();
         }
     }
@@ -110,6 +125,7 @@ mod tests {
     /// Counts rows; fails (or panics) at the `fail_at`-th batch.
     struct Probe {
         rows: Arc<AtomicUsize>,
+        finished: Arc<AtomicBool>,
         fail_at: Option<(usize, bool)>,
         seen: usize,
         out: BufWriter<File>,
@@ -130,20 +146,48 @@ mod tests {
             self.seen
         }
         fn finish(self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
+            self.finished.store(true, Ordering::Relaxed);
             Ok(self.out)
         }
     }
 
     fn probe(fail_at: Option<(usize, bool)>) -> (Box<dyn FileSink>, Arc<AtomicUsize>) {
+        let (s, rows, _) = probe_finish(fail_at);
+        (s, rows)
+    }
+
+    fn probe_finish(
+        fail_at: Option<(usize, bool)>,
+    ) -> (Box<dyn FileSink>, Arc<AtomicUsize>, Arc<AtomicBool>) {
         let rows = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicBool::new(false));
         let out = BufWriter::new(tempfile::tempfile().unwrap());
         let p = Probe {
             rows: rows.clone(),
+            finished: finished.clone(),
             fail_at,
             seen: 0,
             out,
         };
-        (Box::new(Background::spawn(Box::new(p)).unwrap()), rows)
+        (
+            Box::new(Background::spawn(Box::new(p)).unwrap()),
+            rows,
+            finished,
+        )
+    }
+
+    #[test]
+    fn a_dropped_sink_stops_without_finishing() {
+        let (mut s, rows, finished) = probe_finish(None);
+        for _ in 0..10 {
+            s.write(&batch(10)).unwrap();
+        }
+        drop(s);
+        assert!(!finished.load(Ordering::Relaxed));
+        assert!(rows.load(Ordering::Relaxed) <= 100);
+        let (s, _, finished) = probe_finish(None);
+        s.finish().unwrap();
+        assert!(finished.load(Ordering::Relaxed));
     }
 
     fn batch(n: i64) -> RecordBatch {
