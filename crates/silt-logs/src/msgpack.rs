@@ -1,6 +1,9 @@
 //! MessagePack: a stream of maps, one record each, back to back (what fluentd's buffer and
-//! `msgpack` outputs write). Decoded straight into `silt_readers::json::Value` (no JSON text in
-//! between: this is the hot path of the Docker/nginx benchmark), then inferred like NDJSON.
+//! `msgpack` outputs write). No JSON text in between (this is the hot path of the Docker/nginx
+//! benchmark): once the first record has decided the time field, each map is decoded straight
+//! into the batch's columns (`silt_readers::json::ColumnBatcher`, strings borrowed from the read
+//! buffer); the first record, and anything that is not a map, becomes a
+//! `silt_readers::json::Value`. Then inferred like NDJSON.
 //!
 //! Hand-written on top of `rmp`'s marker decoding because the record boundaries are needed (for
 //! rejects and for reading a stream in chunks) and `rmp-serde` would go through serde's generic
@@ -19,13 +22,12 @@
 //! is rejected as one piece (first 64 KiB kept) and reading stops; so does a record truncated by
 //! the end of input. Touches nothing but `input` and `out`.
 
+use std::borrow::Cow;
 use std::io::BufRead;
 
 use anyhow::Context;
 use rmp::Marker;
 use silt_core::{Emit, ReadOptions, SourceInfo};
-use std::borrow::Cow;
-
 use silt_readers::json::columns::Entry;
 use silt_readers::json::{ColumnBatcher, Value};
 
