@@ -1,4 +1,5 @@
 //! NDJSON (JSON Lines): one JSON object per line, schema inferred (or conformed to `--schema`).
+//! Lines are parsed straight into the batch's columns by [`Sink::push_json`].
 //!
 //! Rejected, with the line number and the raw bytes: invalid JSON (including invalid UTF-8),
 //! values that are not objects, lines over [`crate::lines::MAX_LINE_BYTES`], records that do not
@@ -6,10 +7,11 @@
 
 use std::io::BufRead;
 
+use silt_core::{Emit, ReadOptions, SourceInfo};
+
 use crate::lines::for_each_line;
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
-use silt_core::{Emit, ReadOptions, SourceInfo};
 
 pub fn read(
     input: &mut dyn BufRead,
