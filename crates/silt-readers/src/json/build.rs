@@ -76,7 +76,7 @@ fn is_null(v: Option<&Value>) -> bool {
 
 /// Builds one array of type `dt` from `vals` (`None` = absent = null).
 pub fn build_array(vals: &[Option<&Value>], dt: &DataType) -> Result<ArrayRef, ArrowError> {
-    build_array_inner(vals, dt, &mut Ctx::default())
+    build_array_counted(vals, dt, &mut 0)
 }
 
 /// [`build_array`] that adds the values that did not fit to `mismatches`.

@@ -13,14 +13,23 @@ pub fn access_reader(
     table: Option<&str>,
     batch_rows: usize,
 ) -> anyhow::Result<ReaderSpec> {
-    if a.parse_field.is_some() {
-        anyhow::bail!("--parse-field applies to formats whose records hold a log line (json, msgpack, docker, ...), not to access");
-    }
+    refuse_parse_field(a, "access")?;
     let opts = AccessOptions::new(&a.log_format, table)?;
     let ro = ReadOptions { batch_rows };
     Ok(ReaderSpec::Custom(Box::new(move |input, source, out| {
         silt_access::read(input, source, &ro, &opts, out)
     })))
+}
+
+/// The error for `--parse-field` on `format`, whose records hold no log line to parse (the
+/// flag is never silently ignored).
+pub fn refuse_parse_field(a: &AccessArgs, format: &str) -> anyhow::Result<()> {
+    if a.parse_field.is_some() {
+        anyhow::bail!(
+            "--parse-field applies to the generic log formats (json, msgpack, csv, docker, ...), not to {format}"
+        );
+    }
+    Ok(())
 }
 
 /// The `--parse-field`/`--keep-field` specification, if given.
@@ -45,9 +54,10 @@ pub fn with_parse_field(spec: ReaderSpec, a: &AccessArgs) -> anyhow::Result<Read
                 r
             })))
         }
-        _ => anyhow::bail!(
-            "--parse-field applies to the generic log formats (json, msgpack, csv, docker, ...)"
-        ),
+        other => {
+            refuse_parse_field(a, "this format")?;
+            Ok(other)
+        }
     }
 }
 

@@ -104,9 +104,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     // `access` is silt-access's reader; every other format is silt-logs'.
     let access = match a.format.as_deref() {
         Some("access") => {
-            if parse_field.is_some() {
-                anyhow::bail!("--parse-field applies to formats whose records hold a log line (json, msgpack, docker, ...), not to access");
-            }
+            crate::cmd::access::refuse_parse_field(&a.access, "access")?;
             Some(silt_access::AccessOptions::new(
                 &a.access.log_format,
                 a.log.table.as_deref(),

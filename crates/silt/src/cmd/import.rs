@@ -155,16 +155,11 @@ pub fn reader_spec(a: &ImportArgs) -> anyhow::Result<ReaderSpec> {
             return crate::cmd::access::with_parse_field(spec, &a.access);
         }
     };
-    // Not silently ignored: these records hold no log line to parse.
-    if a.access.parse_field.is_some() {
-        let name = a
-            .format
-            .to_possible_value()
-            .map_or_else(|| format!("{:?}", a.format), |v| v.get_name().to_string());
-        anyhow::bail!(
-            "--parse-field applies to the generic log formats (json, msgpack, csv, docker, ...), not to {name}"
-        );
-    }
+    let name = a
+        .format
+        .to_possible_value()
+        .map_or_else(|| format!("{:?}", a.format), |v| v.get_name().to_string());
+    crate::cmd::access::refuse_parse_field(&a.access, &name)?;
     Ok(spec)
 }
 
