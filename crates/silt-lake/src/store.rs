@@ -27,6 +27,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::background::Background;
 use crate::config::{Codec, StoreKind, WriterConfig};
+use crate::writer::partition_point;
 
 /// Writes one file.
 pub trait FileSink: Send {
@@ -51,17 +52,19 @@ pub fn open(
     match cfg.store {
         StoreKind::Parquet => {
             let mut props = parquet_properties(cfg, schema, sort, expected_rows)?;
-            for (path, mean_len) in
-                high_cardinality_leaves(first, cfg.dictionary_page_bytes, cfg.page_bytes)
-            {
-                let cp = ColumnPath::new(path);
+            for leaf in high_cardinality_leaves(first, cfg.dictionary_page_bytes, cfg.page_bytes) {
+                let cp = ColumnPath::new(leaf.path);
                 props = props.set_column_dictionary_enabled(cp.clone(), false);
-                if mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
+                if let Some(sample) = &leaf.text_sample {
+                    let enc = smallest_text_encoding(sample, cfg)?;
+                    if enc != Encoding::PLAIN {
+                        props = props.set_column_encoding(cp.clone(), enc);
+                    }
+                }
+                if leaf.mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
                     // Page min/max of free text prune nothing (a LIKE cannot use them); without
                     // them (chunk statistics only) a string `log` conversion used ~8 % less CPU.
-                    props = props
-                        .set_column_encoding(cp.clone(), Encoding::DELTA_LENGTH_BYTE_ARRAY)
-                        .set_column_statistics_enabled(cp, EnabledStatistics::Chunk);
+                    props = props.set_column_statistics_enabled(cp, EnabledStatistics::Chunk);
                 }
             }
             // The user's hints come last: they override the automatic choices above.
@@ -455,15 +458,72 @@ fn parquet_properties(
     Ok(b)
 }
 
-/// Mean bytes per value from which a high-cardinality string column is written with
-/// DELTA_LENGTH_BYTE_ARRAY (all lengths first, then the bytes back to back) instead of PLAIN (a
-/// 4-byte length before every value): for long free text such as whole log lines zstd then sees
-/// uninterrupted text, and the Docker/nginx `log` column (218 bytes per line) came out 3.8 %
-/// smaller at zstd level 1. Shorter values gained or lost a few percent depending on the column
-/// (uids -3 %, URL paths +14 %, community ids +2.5 %), so they stay PLAIN. DuckDB and pyarrow read
-/// such files (the web-log benchmark's `log` column; checked); Spark 3.3+ and Trino document
-/// support for the encoding.
+/// Mean bytes per value from which a high-cardinality string column (whole log lines) gets
+/// column-chunk statistics only: page min/max of free text prune nothing, and skipping them saved
+/// about 8 % of a string-`log` conversion's CPU.
 const LONG_TEXT_BYTES: f64 = 128.0;
+
+/// Value bytes of a text column tried with each encoding by [`smallest_text_encoding`] (about a
+/// data page; at most [`CARDINALITY_SAMPLE`] values).
+const TRIAL_BYTES: usize = 1 << 20;
+
+/// The encoding, of PLAIN, DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY, that writes a
+/// high-cardinality text column's first values smallest with the configured codec.
+///
+/// Which one wins depends on the data, so it is measured rather than guessed: parquet-rs encodes
+/// the sample into memory once per candidate (a few milliseconds per column and file; the level
+/// is capped for the trial so that zstd 19 or brotli 11 do not make it slow). Measured at zstd 1:
+/// Zeek conn uids (`C` + 17 random base62 characters) are 6.8 % smaller as DELTA_BYTE_ARRAY (the
+/// shared `C` is stored as a prefix length; the whole file 3.0 %); DNS uids, which repeat a few
+/// rows apart, 5.4 % smaller as DELTA_LENGTH_BYTE_ARRAY (the file 2.2 %); whole nginx log lines
+/// 3.8 % smaller as DELTA_LENGTH_BYTE_ARRAY; Suricata community ids stay PLAIN. A delta layout
+/// must beat PLAIN by 1 % to be chosen. DuckDB and pyarrow read both (the crosscheck reads Zeek
+/// lakes with them); Spark 3.3+ and Trino document support.
+fn smallest_text_encoding(
+    sample: &arrow::array::ArrayRef,
+    cfg: &WriterConfig,
+) -> anyhow::Result<Encoding> {
+    let trial = match compression(cfg.codec, cfg.level)? {
+        Compression::ZSTD(l) if l.compression_level() > 3 => {
+            Compression::ZSTD(ZstdLevel::try_new(3)?)
+        }
+        Compression::GZIP(l) if l.compression_level() > 6 => {
+            Compression::GZIP(GzipLevel::try_new(6)?)
+        }
+        Compression::BROTLI(l) if l.compression_level() > 4 => {
+            Compression::BROTLI(BrotliLevel::try_new(4)?)
+        }
+        c => c,
+    };
+    let field = arrow::datatypes::Field::new("v", sample.data_type().clone(), true);
+    let schema = std::sync::Arc::new(Schema::new(vec![field]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![sample.clone()])?;
+    let size = |enc: Encoding| -> anyhow::Result<usize> {
+        let props = WriterProperties::builder()
+            .set_writer_version(WriterVersion::PARQUET_1_0)
+            .set_compression(trial)
+            .set_dictionary_enabled(false)
+            .set_encoding(enc)
+            .set_statistics_enabled(EnabledStatistics::None)
+            .set_data_page_size_limit(cfg.page_bytes)
+            .build();
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
+        w.write(&batch)?;
+        Ok(w.into_inner()?.len())
+    };
+    let plain = size(Encoding::PLAIN)?;
+    let mut best = (Encoding::PLAIN, plain);
+    for enc in [
+        Encoding::DELTA_LENGTH_BYTE_ARRAY,
+        Encoding::DELTA_BYTE_ARRAY,
+    ] {
+        let n = size(enc)?;
+        if n < best.1 && n * 100 < plain * 99 {
+            best = (enc, n);
+        }
+    }
+    Ok(best.0)
+}
 
 /// Rows sampled to judge a column's cardinality (from the batch given to [`open`]).
 pub const CARDINALITY_SAMPLE: usize = 65536;
@@ -482,12 +542,21 @@ pub const CARDINALITY_SAMPLE: usize = 65536;
 /// repeat only close together in time (a connection's uid in a few DNS rows) look like a small
 /// pool to it.
 ///
-/// Returns each such column's path and, for strings, the mean bytes per value.
+/// A leaf column found by [`high_cardinality_leaves`].
+struct HighCardinality {
+    path: Vec<String>,
+    /// Strings: the mean bytes per value.
+    mean_len: Option<f64>,
+    /// Strings: the first values (up to [`TRIAL_BYTES`]), for [`smallest_text_encoding`].
+    text_sample: Option<arrow::array::ArrayRef>,
+}
+
+/// Returns each such column's path and, for strings, the mean bytes per value and a sample.
 fn high_cardinality_leaves(
     batch: &RecordBatch,
     string_dict_page: usize,
     dict_page: usize,
-) -> Vec<(Vec<String>, Option<f64>)> {
+) -> Vec<HighCardinality> {
     use arrow::array::{Array, AsArray};
     use std::collections::HashSet;
     /// Whether a dictionary is not worth it (distinct values over half the rows, or more bytes
@@ -509,7 +578,7 @@ fn high_cardinality_leaves(
         let mean = bytes as f64 / n.max(1) as f64;
         (seen.len() * 2 > n || dict_bytes > page, mean)
     }
-    type Out = Vec<(Vec<String>, Option<f64>)>;
+    type Out = Vec<HighCardinality>;
     /// `pages`: the dictionary page limits of string and of other columns.
     fn walk(path: &mut Vec<String>, a: &dyn Array, pages: (usize, usize), out: &mut Out) {
         let n = a.len().min(CARDINALITY_SAMPLE);
@@ -517,7 +586,7 @@ fn high_cardinality_leaves(
         if valid < 64 {
             return;
         }
-        let (high, mean) = match a.data_type() {
+        let (high, mean, sample) = match a.data_type() {
             DataType::Struct(fields) => {
                 let s = a.as_struct();
                 for (f, c) in fields.iter().zip(s.columns()) {
@@ -534,7 +603,10 @@ fn high_cardinality_leaves(
                     .map(|i| s.value(i).as_bytes());
                 // A dictionary entry is the value plus its 4-byte length.
                 let (high, mean) = unique(vals, 4, pages.0);
-                (high, Some(mean))
+                let offsets = s.value_offsets();
+                let rows =
+                    partition_point(1, n, |i| ((offsets[i] - offsets[0]) as usize) < TRIAL_BYTES);
+                (high, Some(mean), Some(a.slice(0, rows.max(1))))
             }
             DataType::Int64 | DataType::UInt64 | DataType::Float64 => {
                 let d = a.to_data();
@@ -542,12 +614,16 @@ fn high_cardinality_leaves(
                 let vals = (0..n)
                     .filter(|&i| a.is_valid(i))
                     .map(|i| &v[i * 8..i * 8 + 8]);
-                (unique(vals, 0, pages.1).0, None)
+                (unique(vals, 0, pages.1).0, None, None)
             }
             _ => return,
         };
         if high {
-            out.push((path.clone(), mean));
+            out.push(HighCardinality {
+                path: path.clone(),
+                mean_len: mean,
+                text_sample: sample,
+            });
         }
     }
     let mut out = Vec::new();
