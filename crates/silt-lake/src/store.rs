@@ -528,20 +528,6 @@ fn smallest_text_encoding(
 /// Rows sampled to judge a column's cardinality (from the batch given to [`open`]).
 pub const CARDINALITY_SAMPLE: usize = 65536;
 
-/// Leaf columns (struct paths; list elements are left alone) whose values are mostly distinct in
-/// the first rows of a file, or whose distinct values there already overflow the dictionary
-/// page: a dictionary cannot shrink them (uids, byte counts, durations), and parquet-rs would
-/// build one for every row group, hashing every value, until it overflows the dictionary page
-/// and falls back to plain anyway. Plain encoding from the start is smaller and costs no hashing;
-/// columns that repeat keep their dictionary (proto, service, ports, hosts).
-///
-/// The sample is large (64Ki rows) because a pool larger than the sample looks unique in it: the
-/// 30k client addresses of the generated web log hour are 78 % distinct in its first 4Ki rows,
-/// 59 % in 16Ki and 33 % in 64Ki, and a dictionary makes them a third of their plain zstd size.
-/// Estimating the distinct count from a small sample (Chao1) was tried and rejected: values that
-/// repeat only close together in time (a connection's uid in a few DNS rows) look like a small
-/// pool to it.
-///
 /// A leaf column found by [`high_cardinality_leaves`].
 struct HighCardinality {
     path: Vec<String>,
@@ -551,6 +537,21 @@ struct HighCardinality {
     text_sample: Option<arrow::array::ArrayRef>,
 }
 
+/// Leaf columns (struct paths; list elements are left alone) whose values are mostly distinct in
+/// the first rows of a file, or whose distinct values there already overflow the dictionary
+/// page: a dictionary cannot shrink them (uids, byte counts, durations), and parquet-rs would
+/// build one for every row group, hashing every value, until it overflows the dictionary page
+/// and falls back to plain anyway. No dictionary from the start (plain, or for text the layout
+/// [`smallest_text_encoding`] picks) is smaller and costs no hashing;
+/// columns that repeat keep their dictionary (proto, service, ports, hosts).
+///
+/// The sample is large (64Ki rows) because a pool larger than the sample looks unique in it: the
+/// 30k client addresses of the generated web log hour are 78 % distinct in its first 4Ki rows,
+/// 59 % in 16Ki and 33 % in 64Ki, and a dictionary makes them a third of their plain zstd size.
+/// Estimating the distinct count from a small sample (Chao1) was tried and rejected: values that
+/// repeat only close together in time (a connection's uid in a few DNS rows) look like a small
+/// pool to it.
+///
 /// Returns each such column's path and, for strings, the mean bytes per value and a sample.
 fn high_cardinality_leaves(
     batch: &RecordBatch,
