@@ -15,6 +15,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use proptest::prelude::Rng as _;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::Value;
 use silt_core::{meta, Emit, TableName};
 use silt_lake::{catalog, LakeWriter, WriterConfig};
@@ -23,14 +25,14 @@ const N: usize = 50_000;
 const T0: i64 = 1_521_910_800_000_000; // 2018-03-24T17:00:00Z
 const COLUMNS: [&str; 4] = ["uid", "hex_id", "community_id", "words"];
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
+/// Deterministic random numbers (proptest's seeded ChaCha generator).
+struct Rng(TestRng);
 impl Rng {
+    fn new() -> Self {
+        Self(TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+    }
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
@@ -60,7 +62,7 @@ fn columns() -> Vec<ArrayRef> {
     const WORDS: [&str; 8] = [
         "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
     ];
-    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut r = Rng::new();
     let mut uid = Vec::with_capacity(N);
     let mut hex = Vec::with_capacity(N);
     let mut cid = Vec::with_capacity(N);
