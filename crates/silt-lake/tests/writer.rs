@@ -370,14 +370,15 @@ fn table_without_time_column_is_written_unsorted_in_one_file() {
         .contains("__HIVE_DEFAULT_PARTITION__"));
 }
 
-/// One input batch for [`any_order_any_buffer_keeps_every_row_sorted`]: timestamps (seconds
-/// into the hour; `None` is a null ts) and whether it carries the extra column.
+/// The input of [`any_order_any_buffer_keeps_every_row_sorted`]: per batch, its timestamps
+/// (seconds into the hour; `None` is a null ts) and whether it carries the extra column.
 type Input = Vec<(Vec<Option<i64>>, bool)>;
 
 fn inputs() -> impl proptest::strategy::Strategy<Value = (Input, usize)> {
     use proptest::prelude::*;
-    // Batches drift forward in time with local disorder of up to `jitter` seconds (0: in order;
-    // 3600: any order in the hour), so the sort buffer sees every mix of waiting and new rows.
+    // Batches drift forward in time with local disorder of up to `jitter` seconds (at least 1:
+    // nearly in order; 3600: any order in the hour), so the sort buffer sees every mix of
+    // waiting and new rows.
     let batch = |base: i64, jitter: i64| {
         (
             prop::collection::vec(
