@@ -37,6 +37,10 @@ pub struct BaselineResult {
     pub version: String,
     #[serde(default)]
     pub error: Option<String>,
+    /// The file the tool wrote (read for its per-column sizes, then removed unless
+    /// `--keep-files`); not a `baselines.csv` column.
+    #[serde(default, skip_serializing)]
+    pub file: Option<String>,
 }
 
 /// Exports `p`'s sorted rows as an uncompressed Arrow IPC file.

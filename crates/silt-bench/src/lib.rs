@@ -14,6 +14,7 @@
 //! - [`readpath`]: the four queries and the byte-counting object store;
 //! - [`results`]: `results.csv` rows;
 //! - [`baselines`]: DuckDB/pyarrow through `bench/baselines.py` (goal 3);
+//! - [`columns`]: per-column sizes of the goal-3 files (`columns.csv`);
 //! - [`report`]: plots (plotters, SVG) and `index.html`;
 //! - [`run`]: the whole benchmark.
 //!
@@ -21,6 +22,7 @@
 
 pub mod baselines;
 pub mod collect;
+pub mod columns;
 pub mod cpu;
 pub mod matrix;
 pub mod measure;

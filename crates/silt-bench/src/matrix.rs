@@ -8,6 +8,10 @@ use silt_lake::{Codec, StoreKind, WriterConfig};
 /// The default codec list: the study's levels (none, zstd -5, 1, 9, 19).
 pub const DEFAULT_CODECS: &str = "none,zstd:-5,zstd:1,zstd:9,zstd:19";
 
+/// The label of the configuration goal 3 compares with DuckDB and pyarrow: Parquet, zstd level
+/// 1, the default 32 MiB row groups, silt's default writer.
+pub const GOAL_CONFIG: &str = "parquet+zstd:1";
+
 /// One codec with its optional level, as written on the command line (`zstd:1`, `lz4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CodecSpec {
@@ -68,11 +72,11 @@ pub struct BenchConfig {
     /// Parquet row-group target in bytes (ignored by Feather, recorded as 0 there).
     pub row_group_bytes: usize,
     /// A variant of silt's writer settings for the "what buys what" runs: `default`,
-    /// `no-bloom`, `unsorted`, `no-dict`.
+    /// `no-bloom`, `unsorted`, `by-host`, `no-dict`, `as-text`.
     pub variant: Variant,
 }
 
-/// Writer variants used to show what sorting and bloom filters cost or buy.
+/// Writer variants used to show what sorting, types, dictionaries and bloom filters cost or buy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     /// silt's writer as `silt import` runs it: rows sorted by the time column, bloom filters on
@@ -82,8 +86,15 @@ pub enum Variant {
     NoBloom,
     /// Rows in input order (not sorted by time).
     Unsorted,
+    /// Rows sorted by the source address (`id.orig_h`, `src_ip`, `src`, `remote_addr`), then by
+    /// time: the other sort order a security lake could choose (one host's rows together).
+    /// Tables without a source address have no such row.
+    ByHost,
     /// No dictionary encoding on any (non-list) column.
     NoDictionary,
+    /// Every typed leaf (times, numbers, decimals, booleans) written as its text, as the
+    /// original log carried it: what silt's types buy.
+    AsText,
 }
 
 impl Variant {
@@ -92,7 +103,9 @@ impl Variant {
             Variant::Default => "default",
             Variant::NoBloom => "no-bloom",
             Variant::Unsorted => "unsorted",
+            Variant::ByHost => "by-host",
             Variant::NoDictionary => "no-dict",
+            Variant::AsText => "as-text",
         }
     }
 }
@@ -108,6 +121,12 @@ impl BenchConfig {
             s.push_str(&format!(" [{}]", self.variant.name()));
         }
         s
+    }
+
+    /// Parquet, zstd level 1, silt's default writer: the configuration goal 3 compares with
+    /// DuckDB and pyarrow.
+    pub fn is_goal_config(&self) -> bool {
+        self.label() == GOAL_CONFIG
     }
 
     /// The writer configuration `silt import` would use for this configuration.

@@ -14,8 +14,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::compute::{concat_batches, sort_to_indices, take_record_batch, SortOptions};
-use arrow::datatypes::SchemaRef;
+use arrow::array::{Array, ArrayRef, AsArray, LargeListArray, ListArray, StructArray};
+use arrow::compute::{
+    cast_with_options, concat_batches, sort_to_indices, take_record_batch, CastOptions, SortOptions,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::collect::TableData;
@@ -31,6 +34,22 @@ pub struct Prepared {
     pub unsorted: Vec<RecordBatch>,
     /// Sort key column paths (the time column), empty when the table has none.
     pub sort_keys: Vec<String>,
+    /// Rows per slice.
+    pub batch_rows: usize,
+}
+
+/// Source-address columns, in order of preference, for the `by-host` variant.
+const HOST_COLUMNS: &[&str] = &["id.orig_h", "src_ip", "src", "remote_addr"];
+
+impl Prepared {
+    /// The source-address column the `by-host` variant sorts by, if the table has one.
+    pub fn host_column(&self) -> Option<&'static str> {
+        let first = self.sorted.first()?;
+        HOST_COLUMNS
+            .iter()
+            .copied()
+            .find(|c| silt_lake::writer::column_by_path(first, c).is_some())
+    }
 }
 
 /// Sorts a table once (untimed) and cuts it into `batch_rows` slices.
@@ -63,6 +82,7 @@ pub fn prepare(t: &TableData, batch_rows: usize) -> anyhow::Result<Prepared> {
         sorted: slices(&sorted_all, batch_rows),
         unsorted: slices(&all, batch_rows),
         sort_keys,
+        batch_rows,
     })
 }
 
@@ -95,8 +115,52 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
             .map(|(path, _)| path.join("."))
             .collect();
     }
+    // The as-text and by-host rows are made before the clock starts (conversion and sorting
+    // are not the writer's cost; the default rows were sorted before any timing too).
+    let text: Vec<RecordBatch>;
+    let host_keys: Vec<String>;
+    let mut schema = Arc::clone(&p.schema);
     let (batches, sort): (&[RecordBatch], &[String]) = match c.variant {
         Variant::Unsorted => (&p.unsorted, &[]),
+        Variant::ByHost => {
+            let host = p
+                .host_column()
+                .ok_or_else(|| anyhow::anyhow!("no source address column to sort by"))?;
+            let all = concat_batches(&p.schema, &p.sorted)?;
+            host_keys = std::iter::once(host.to_string())
+                .chain(p.sort_keys.iter().cloned())
+                .collect();
+            let by = |path: &str| -> anyhow::Result<arrow::compute::SortColumn> {
+                Ok(arrow::compute::SortColumn {
+                    values: silt_lake::writer::column_by_path(&all, path)
+                        .ok_or_else(|| anyhow::anyhow!("column {path} missing"))?,
+                    options: Some(SortOptions {
+                        descending: false,
+                        nulls_first: true,
+                    }),
+                })
+            };
+            let keys = host_keys
+                .iter()
+                .map(|k| by(k))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let order = arrow::compute::lexsort_to_indices(&keys, None)?;
+            text = slices(&take_record_batch(&all, &order)?, p.batch_rows);
+            (&text, &host_keys)
+        }
+        Variant::AsText => {
+            text = p
+                .sorted
+                .iter()
+                .map(as_text)
+                .collect::<anyhow::Result<_>>()?;
+            if let Some(b) = text.first() {
+                schema = b.schema();
+            }
+            // Rows keep the time order, but text times do not sort as text (chrono prints
+            // 0, 3 or 6 fraction digits), so no `sorting_columns` claim.
+            (&text, &[])
+        }
         _ => (&p.sorted, &p.sort_keys),
     };
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
@@ -107,14 +171,14 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
     let first = match batches.first() {
         Some(b) => b,
         None => {
-            empty = RecordBatch::new_empty(Arc::clone(&p.schema));
+            empty = RecordBatch::new_empty(Arc::clone(&schema));
             &empty
         }
     };
     let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
     let out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    let mut sink = silt_lake::store::open(&cfg, &p.schema, sort, rows, first, out)?;
+    let mut sink = silt_lake::store::open(&cfg, &schema, sort, rows, first, out)?;
     for b in batches {
         sink.write(b)?;
     }
@@ -128,5 +192,86 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
         cpu_s,
         wall_s,
         batches: batches.len(),
+    })
+}
+
+/// `b` with every typed leaf as text (the `as-text` variant): times as RFC 3339, numbers,
+/// decimals and booleans as arrow prints them; text and binary leaves as they are; structs and
+/// lists keep their shape with text leaves. Names, nullability of rows and field metadata stay,
+/// so silt's writer makes the same per-column choices it would for a log read as text.
+pub fn as_text(b: &RecordBatch) -> anyhow::Result<RecordBatch> {
+    let mut fields = Vec::with_capacity(b.num_columns());
+    let mut cols = Vec::with_capacity(b.num_columns());
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        let c = text_array(c)?;
+        fields.push(text_field(f, c.data_type()));
+        cols.push(c);
+    }
+    let schema = Schema::new_with_metadata(fields, b.schema().metadata().clone());
+    Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}
+
+fn text_field(f: &Field, dt: &DataType) -> Field {
+    Field::new(f.name(), dt.clone(), true).with_metadata(f.metadata().clone())
+}
+
+fn text_array(a: &ArrayRef) -> anyhow::Result<ArrayRef> {
+    Ok(match a.data_type() {
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_)
+        | DataType::Null
+        // Maps are rare in telemetry; kept as they are rather than guessed at.
+        | DataType::Map(_, _) => Arc::clone(a),
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            let mut new_fields = Vec::with_capacity(fields.len());
+            let mut cols = Vec::with_capacity(fields.len());
+            for (f, c) in fields.iter().zip(s.columns()) {
+                let c = text_array(c)?;
+                new_fields.push(text_field(f, c.data_type()));
+                cols.push(c);
+            }
+            Arc::new(StructArray::try_new(
+                new_fields.into(),
+                cols,
+                s.nulls().cloned(),
+            )?)
+        }
+        DataType::List(item) => {
+            let l = a.as_list::<i32>();
+            let values = text_array(l.values())?;
+            let item = Arc::new(text_field(item, values.data_type()));
+            Arc::new(ListArray::try_new(
+                item,
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?)
+        }
+        DataType::LargeList(item) => {
+            let l = a.as_list::<i64>();
+            let values = text_array(l.values())?;
+            let item = Arc::new(text_field(item, values.data_type()));
+            Arc::new(LargeListArray::try_new(
+                item,
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?)
+        }
+        // Every scalar arrow can print: numbers, decimals, booleans, times, dictionaries.
+        _ => cast_with_options(
+            a,
+            &DataType::Utf8,
+            &CastOptions {
+                safe: false,
+                ..Default::default()
+            },
+        )?,
     })
 }

@@ -1,6 +1,6 @@
 //! The whole benchmark: for each table, prepare (sort once), then for each configuration and
 //! repetition write a file, time it, run the read path, and record a [`Row`]; then the
-//! baselines, `results.csv`, `baselines.csv` and the report. Touches only `opts.out`.
+//! baselines, `results.csv`, `baselines.csv`, `columns.csv` and the report. Touches only `opts.out`.
 
 use std::path::PathBuf;
 
@@ -8,6 +8,7 @@ use silt_lake::{Codec, StoreKind};
 
 use crate::baselines::{self, BaselineResult};
 use crate::collect::TableData;
+use crate::columns::{self, ColumnSize};
 use crate::matrix::{store_name, BenchConfig, Variant};
 use crate::measure::{prepare, write_file};
 use crate::readpath::{run_queries, ReadPlan};
@@ -30,8 +31,8 @@ pub struct BenchOptions {
     pub keep_files: bool,
     /// Run the read path (four queries per file).
     pub reads: bool,
-    /// Also write Parquet+zstd:1 without bloom filters, unsorted, and without dictionaries, to
-    /// show what they buy.
+    /// Also write Parquet+zstd:1 without bloom filters, unsorted, sorted by source address, without
+    /// dictionaries, and with every typed column as text, to show what they buy.
     pub variants: bool,
     /// Run DuckDB/pyarrow baselines.
     pub baselines: bool,
@@ -92,6 +93,7 @@ pub fn run(
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut exports: Vec<(String, PathBuf)> = Vec::new();
+    let mut columns: Vec<ColumnSize> = Vec::new();
     let python = if opts.baselines {
         match baselines::find_python(opts.python.as_deref()) {
             Ok(p) => Some(p),
@@ -117,7 +119,13 @@ pub fn run(
             })
             .cloned()
         {
-            for v in [Variant::NoBloom, Variant::Unsorted, Variant::NoDictionary] {
+            for v in [
+                Variant::NoBloom,
+                Variant::Unsorted,
+                Variant::ByHost,
+                Variant::NoDictionary,
+                Variant::AsText,
+            ] {
                 configs.push(BenchConfig {
                     variant: v,
                     ..base.clone()
@@ -154,6 +162,9 @@ pub fn run(
             opts.repetitions
         ));
         for c in &configs {
+            if c.variant == Variant::ByHost && p.host_column().is_none() {
+                continue;
+            }
             for rep in 0..opts.repetitions.max(1) {
                 let fname = format!(
                     "{}-r{rep}.{}",
@@ -190,7 +201,12 @@ pub fn run(
                     ..Default::default()
                 };
                 row.derive();
-                if opts.reads {
+                if c.is_goal_config() && rep == 0 {
+                    columns.extend(columns::of_file(&name, "silt", &path)?);
+                }
+                // The queries are typed (a time window, typed needles): a text file cannot answer them
+                // the same way, so the as-text variant has no read figures.
+                if opts.reads && c.variant != Variant::AsText {
                     for r in run_queries(&rt, &plan, c.store, &path)? {
                         match r.query {
                             "scan" => {
@@ -249,6 +265,16 @@ pub fn run(
                 Ok(b) => base = b,
                 Err(e) => notes.push(format!("baselines failed: {e:#}")),
             }
+            for b in base.iter().filter(|b| b.error.is_none()) {
+                let Some(f) = &b.file else { continue };
+                match columns::of_file(&b.schema, &b.tool, std::path::Path::new(f)) {
+                    Ok(c) => columns.extend(c),
+                    Err(e) => notes.push(format!(
+                        "{} on {}: could not read its file's columns: {e:#}",
+                        b.tool, b.schema
+                    )),
+                }
+            }
             if !opts.keep_files {
                 for (_, ipc) in &exports {
                     let _ = std::fs::remove_file(ipc);
@@ -269,6 +295,16 @@ pub fn run(
         }
         w.flush()?;
     }
+    let columns_csv = opts.out.join("columns.csv");
+    if columns.is_empty() {
+        let _ = std::fs::remove_file(&columns_csv);
+    } else {
+        let mut w = csv::Writer::from_path(&columns_csv)?;
+        for c in &columns {
+            w.serialize(c)?;
+        }
+        w.flush()?;
+    }
     let ctx = ReportContext {
         source: opts.source.clone(),
         notes: notes.clone(),
@@ -277,7 +313,7 @@ pub fn run(
         repetitions: opts.repetitions,
         reads: opts.reads,
     };
-    let (report, plots) = report::write(&opts.out, &rows, &base, &ctx)?;
+    let (report, plots) = report::write(&opts.out, &rows, &base, &columns, &ctx)?;
     Ok(BenchOutcome {
         rows,
         baselines: base,

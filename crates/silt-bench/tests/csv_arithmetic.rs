@@ -99,7 +99,8 @@ fn csv_figures_match_the_files_written() {
     };
     let outcome = silt_bench::run(tables, &bo, &mut |_| {}).unwrap();
     let rows = silt_bench::results::read_csv(&outcome.csv).unwrap();
-    // 4 configurations + 3 variants, 2 repetitions, per table.
+    // 4 configurations + 4 variants (+ by-host where there is a source address), 2
+    // repetitions, per table.
     let schemas: std::collections::BTreeSet<&str> =
         rows.iter().map(|r| r.schema.as_str()).collect();
     assert!(
@@ -110,7 +111,16 @@ fn csv_figures_match_the_files_written() {
         schemas.iter().any(|s| s.starts_with("suricata.")),
         "{schemas:?}"
     );
-    assert_eq!(rows.len(), schemas.len() * 7 * 2);
+    for s in &schemas {
+        let n = rows.iter().filter(|r| &r.schema == s).count();
+        let by_host = rows
+            .iter()
+            .any(|r| &r.schema == s && r.variant == "by-host");
+        assert_eq!(n, if by_host { 9 * 2 } else { 8 * 2 }, "{s}");
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r.schema == "zeek.conn" && r.variant == "by-host"));
 
     for r in &rows {
         let path = Path::new(&r.file);
@@ -143,6 +153,11 @@ fn csv_figures_match_the_files_written() {
             assert_eq!(r.events, *n, "{}", r.schema);
             assert_eq!(input, *bytes, "{}", r.schema);
         }
+        if r.variant == "as-text" {
+            // Typed queries do not run on the text file.
+            assert_eq!(r.read_scan_value, None, "{r:?}");
+            continue;
+        }
         // Read path: the full scan returns every row; the filter counts a subset; the needle
         // exists.
         assert_eq!(r.read_scan_value, Some(r.events), "{r:?}");
@@ -164,4 +179,111 @@ fn csv_figures_match_the_files_written() {
     assert_eq!(conn.read_needle_column.as_deref(), Some("uid"));
     assert!(conn.read_topn_column.is_some());
     assert!(outcome.report.is_file());
+
+    // The as-text file: the same rows, every leaf text, values as the typed file prints them.
+    let conn_file = |variant: &str| {
+        rows.iter()
+            .find(|r| {
+                r.schema == "zeek.conn"
+                    && r.variant == variant
+                    && r.store == "parquet"
+                    && r.codec == "zstd"
+                    && r.repetition == 0
+            })
+            .map(|r| r.file.clone())
+            .unwrap()
+    };
+    let read_all = |f: &str| {
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(f).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect::<Vec<_>>();
+        arrow::compute::concat_batches(&b[0].schema(), &b).unwrap()
+    };
+    let typed = read_all(&conn_file("default"));
+    let text = read_all(&conn_file("as-text"));
+    assert_eq!(typed.num_rows(), text.num_rows());
+    fn leaves(dt: &arrow::datatypes::DataType, out: &mut Vec<arrow::datatypes::DataType>) {
+        use arrow::datatypes::DataType::*;
+        match dt {
+            Struct(fs) => fs.iter().for_each(|f| leaves(f.data_type(), out)),
+            List(f) | LargeList(f) => leaves(f.data_type(), out),
+            d => out.push(d.clone()),
+        }
+    }
+    let mut text_leaves = Vec::new();
+    for f in text.schema().fields() {
+        leaves(f.data_type(), &mut text_leaves);
+    }
+    assert!(
+        text_leaves
+            .iter()
+            .all(|d| matches!(d, arrow::datatypes::DataType::Utf8)),
+        "{text_leaves:?}"
+    );
+    let port = |b: &arrow::record_batch::RecordBatch| {
+        use arrow::array::AsArray;
+        let id = b.column_by_name("id").unwrap().as_struct().clone();
+        arrow::compute::cast(
+            id.column_by_name("orig_p").unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap()
+    };
+    assert_eq!(&port(&typed), &port(&text));
+
+    // The by-host file: every row, ordered by id.orig_h, then ts.
+    let host = read_all(&conn_file("by-host"));
+    assert_eq!(host.num_rows(), typed.num_rows());
+    {
+        use arrow::array::AsArray;
+        let id = host.column_by_name("id").unwrap().as_struct().clone();
+        let h = id
+            .column_by_name("orig_h")
+            .unwrap()
+            .as_string::<i32>()
+            .clone();
+        let ts = host
+            .column_by_name("ts")
+            .unwrap()
+            .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+            .clone();
+        for i in 1..host.num_rows() {
+            let (a, b) = ((h.value(i - 1), ts.value(i - 1)), (h.value(i), ts.value(i)));
+            assert!(a <= b, "row {i}: {a:?} before {b:?}");
+        }
+    }
+
+    // columns.csv: silt's goal file (parquet+zstd:1, first repetition) of every schema, one row
+    // per leaf plus the rest of the file; together they are the file.
+    let mut cols = csv::Reader::from_path(out.join("columns.csv")).unwrap();
+    let cols: Vec<silt_bench::columns::ColumnSize> =
+        cols.deserialize().map(|r| r.unwrap()).collect();
+    for s in &schemas {
+        let f = rows
+            .iter()
+            .find(|r| &r.schema == s && r.config == "parquet+zstd:1" && r.repetition == 0)
+            .unwrap();
+        let mine: Vec<_> = cols.iter().filter(|c| &c.schema == s).collect();
+        assert!(mine.iter().all(|c| c.writer == "silt"));
+        assert_eq!(
+            mine.iter().map(|c| c.bytes).sum::<u64>(),
+            f.output_bytes,
+            "{s}"
+        );
+        let md =
+            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&f.file).unwrap())
+                .unwrap();
+        use parquet::file::reader::FileReader;
+        let leaves = md.metadata().file_metadata().schema_descr().num_columns();
+        assert_eq!(mine.len(), leaves + 1, "{s}");
+        for c in &mine {
+            let per = c.bytes as f64 / f.events as f64;
+            assert!((c.bytes_per_event - per).abs() < 1e-9, "{c:?}");
+        }
+    }
 }
