@@ -154,17 +154,16 @@ pub fn run(
         let plan = ReadPlan::for_table(&p);
         let arrow_bytes = t.arrow_bytes();
         let input_bytes = t.input_bytes();
+        // The by-host variant needs a source address column.
+        let applies = |c: &BenchConfig| c.variant != Variant::ByHost || p.host_column().is_some();
         log(&format!(
             "{name}: {} events, {} Arrow bytes, {} configurations × {} repetitions",
             t.events,
             arrow_bytes,
-            configs.len(),
+            configs.iter().filter(|c| applies(c)).count(),
             opts.repetitions
         ));
-        for c in &configs {
-            if c.variant == Variant::ByHost && p.host_column().is_none() {
-                continue;
-            }
+        for c in configs.iter().filter(|c| applies(c)) {
             for rep in 0..opts.repetitions.max(1) {
                 let fname = format!(
                     "{}-r{rep}.{}",

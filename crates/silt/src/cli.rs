@@ -493,7 +493,8 @@ pub struct BenchArgs {
     /// Skip the read path (queries).
     #[arg(long)]
     pub no_reads: bool,
-    /// Skip the Parquet zstd:1 variants (no bloom filters, unsorted, no dictionaries).
+    /// Skip the Parquet zstd:1 variants (no bloom filters, unsorted, sorted by host, no
+    /// dictionaries, typed columns as text).
     #[arg(long)]
     pub no_variants: bool,
     /// Also time DuckDB and pyarrow writing the same rows (bench/baselines.py; needs a Python
