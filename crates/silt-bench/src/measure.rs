@@ -117,7 +117,7 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
     }
     // The as-text and by-host rows are made before the clock starts (conversion and sorting
     // are not the writer's cost; the default rows were sorted before any timing too).
-    let text: Vec<RecordBatch>;
+    let variant_rows: Vec<RecordBatch>;
     let host_keys: Vec<String>;
     let mut schema = Arc::clone(&p.schema);
     let (batches, sort): (&[RecordBatch], &[String]) = match c.variant {
@@ -145,21 +145,21 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
                 .map(|k| by(k))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let order = arrow::compute::lexsort_to_indices(&keys, None)?;
-            text = slices(&take_record_batch(&all, &order)?, p.batch_rows);
-            (&text, &host_keys)
+            variant_rows = slices(&take_record_batch(&all, &order)?, p.batch_rows);
+            (&variant_rows, &host_keys)
         }
         Variant::AsText => {
-            text = p
+            variant_rows = p
                 .sorted
                 .iter()
                 .map(as_text)
                 .collect::<anyhow::Result<_>>()?;
-            if let Some(b) = text.first() {
+            if let Some(b) = variant_rows.first() {
                 schema = b.schema();
             }
             // Rows keep the time order, but text times do not sort as text (chrono prints
             // 0, 3 or 6 fraction digits), so no `sorting_columns` claim.
-            (&text, &[])
+            (&variant_rows, &[])
         }
         _ => (&p.sorted, &p.sort_keys),
     };
@@ -197,8 +197,9 @@ pub fn write_file(c: &BenchConfig, p: &Prepared, path: &Path) -> anyhow::Result<
 
 /// `b` with every typed leaf as text (the `as-text` variant): times as RFC 3339, numbers,
 /// decimals and booleans as arrow prints them; text and binary leaves as they are; structs and
-/// lists keep their shape with text leaves. Names, nullability of rows and field metadata stay,
-/// so silt's writer makes the same per-column choices it would for a log read as text.
+/// lists keep their shape with text leaves; maps and types arrow cannot print stay as they are.
+/// Names, nullability of rows and field metadata stay, so silt's writer makes the same
+/// per-column choices it would for a log read as text.
 pub fn as_text(b: &RecordBatch) -> anyhow::Result<RecordBatch> {
     let mut fields = Vec::with_capacity(b.num_columns());
     let mut cols = Vec::with_capacity(b.num_columns());
@@ -264,7 +265,8 @@ fn text_array(a: &ArrayRef) -> anyhow::Result<ArrayRef> {
                 l.nulls().cloned(),
             )?)
         }
-        // Every scalar arrow can print: numbers, decimals, booleans, times, dictionaries.
+        // Every scalar arrow can print: numbers, decimals, booleans, times, dictionaries. A
+        // type arrow cannot cast to text stays as it is (the variant is then typed there).
         _ => cast_with_options(
             a,
             &DataType::Utf8,
@@ -272,6 +274,73 @@ fn text_array(a: &ArrayRef) -> anyhow::Result<ArrayRef> {
                 safe: false,
                 ..Default::default()
             },
-        )?,
+        )
+        .unwrap_or_else(|_| Arc::clone(a)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{
+        BooleanArray, Decimal128Array, DictionaryArray, StringArray, TimestampMicrosecondArray,
+        UInt16Array,
+    };
+    use arrow::buffer::OffsetBuffer;
+    use arrow::datatypes::Int32Type;
+
+    #[test]
+    fn as_text_prints_every_typed_leaf_and_keeps_the_shape() {
+        let ts = TimestampMicrosecondArray::from(vec![Some(1_521_911_721_123_456), None])
+            .with_timezone("UTC");
+        let port = UInt16Array::from(vec![Some(80), Some(53)]);
+        let id = StructArray::from(vec![
+            (
+                Arc::new(Field::new("ts", ts.data_type().clone(), true)),
+                Arc::new(ts) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("port", DataType::UInt16, true)),
+                Arc::new(port) as ArrayRef,
+            ),
+        ]);
+        let dec = Decimal128Array::from(vec![300, 1_500_000, 7])
+            .with_precision_and_scale(18, 6)
+            .unwrap();
+        let ttls = ListArray::new(
+            Arc::new(Field::new("item", dec.data_type().clone(), true)),
+            OffsetBuffer::from_lengths([2, 1]),
+            Arc::new(dec),
+            None,
+        );
+        let dict: DictionaryArray<Int32Type> = vec!["tcp", "udp"].into_iter().collect();
+        let flag = BooleanArray::from(vec![Some(true), None]);
+        let name = StringArray::from(vec!["a", "b"]);
+        let b = RecordBatch::try_from_iter(vec![
+            ("id", Arc::new(id) as ArrayRef),
+            ("ttls", Arc::new(ttls) as ArrayRef),
+            ("proto", Arc::new(dict) as ArrayRef),
+            ("flag", Arc::new(flag) as ArrayRef),
+            ("name", Arc::new(name) as ArrayRef),
+        ])
+        .unwrap();
+        let t = as_text(&b).unwrap();
+        assert_eq!(t.num_rows(), 2);
+        let id = t.column(0).as_struct();
+        let ts = id.column(0).as_string::<i32>();
+        assert_eq!(ts.value(0), "2018-03-24T17:15:21.123456Z");
+        assert!(ts.is_null(1), "a null stays null");
+        assert_eq!(id.column(1).as_string::<i32>().value(0), "80");
+        let ttls = t.column(1).as_list::<i32>();
+        assert_eq!(ttls.value_length(0), 2);
+        let v = ttls.values().as_string::<i32>();
+        assert_eq!(
+            (v.value(0), v.value(1), v.value(2)),
+            ("0.000300", "1.500000", "0.000007")
+        );
+        assert_eq!(t.column(2).as_string::<i32>().value(1), "udp");
+        assert_eq!(t.column(3).as_string::<i32>().value(0), "true");
+        assert!(t.column(3).is_null(1));
+        assert_eq!(t.column(4).as_string::<i32>().value(1), "b");
+    }
 }

@@ -173,7 +173,19 @@ pub fn run(
                     store_name(c.store)
                 );
                 let path = files_dir.join(&name).join(fname);
-                let w = write_file(c, &p, &path)?;
+                let w = match write_file(c, &p, &path) {
+                    Ok(w) => w,
+                    // A variant that cannot be written for this table is a note, not the end of
+                    // the run; silt's own configurations must work.
+                    Err(e) if c.variant != Variant::Default => {
+                        let m = format!("{name}: {} not written: {e:#}", c.label());
+                        log(&m);
+                        notes.push(m);
+                        let _ = std::fs::remove_file(&path);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let mut row = Row {
                     schema: name.clone(),
                     store: store_name(c.store).into(),
