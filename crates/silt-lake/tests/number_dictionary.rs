@@ -1,0 +1,178 @@
+//! A number column keeps its dictionary only when the dictionary will fit its page for the whole
+//! file, as projected from the first rows (`silt_lake::store`, `high_cardinality_leaves`).
+//!
+//! Four columns, 600k rows, written through `store::open` as `silt import` does:
+//! - `pair_id`: random ids that each come three times a few rows apart (the rows of one flow
+//!   share a flow id). A third of the sampled values are distinct, so a rule that looked only at
+//!   the sample kept a dictionary, which overflowed its page two thirds of the way in; it must
+//!   be written plain;
+//! - `duration`: a DECIMAL(18,6), 60 % from a thousand short values, 40 % from a range wider than
+//!   the file: plain, for the same reason;
+//! - `pool`: 30k values drawn uniformly, most of them already seen in the sample: dictionary;
+//! - `port`: 200 values: dictionary.
+//!
+//! The oracle for sizes is independent of silt's choice: each column written alone by parquet-rs
+//! with and without a dictionary; silt's chunk must be no larger than the smaller of the two
+//! (plus 2 %, for the page statistics silt writes).
+
+use std::io::BufWriter;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Decimal128Array, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use proptest::prelude::Rng as _;
+use proptest::test_runner::{RngAlgorithm, TestRng};
+use silt_lake::{Codec, WriterConfig};
+
+const N: usize = 600_000;
+const BATCH: usize = 50_000;
+
+fn columns() -> (SchemaRef, Vec<ArrayRef>) {
+    let mut r = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    // Each id three times within a few rows: a third of the values are distinct.
+    let mut pair = Vec::with_capacity(N);
+    let mut pending: Vec<(u64, u8)> = Vec::new();
+    while pair.len() < N {
+        if pending.len() > 3 || (!pending.is_empty() && !r.next_u64().is_multiple_of(3)) {
+            let i = (r.next_u64() as usize) % pending.len();
+            pair.push(pending[i].0);
+            pending[i].1 -= 1;
+            if pending[i].1 == 0 {
+                pending.swap_remove(i);
+            }
+        } else {
+            let id = r.next_u64() >> 14;
+            pair.push(id);
+            pending.push((id, 2));
+        }
+    }
+    pair.truncate(N);
+    let duration: Vec<i128> = (0..N)
+        .map(|_| {
+            // 60 % a thousand short values, 40 % anything up to ~70 minutes.
+            if r.next_u64() % 10 < 6 {
+                (r.next_u64() % 1000) as i128
+            } else {
+                (r.next_u64() % (1 << 32)) as i128
+            }
+        })
+        .collect();
+    let pool: Vec<u64> = (0..N).map(|_| 10_000_000 + r.next_u64() % 30_000).collect();
+    let port: Vec<u64> = (0..N).map(|_| 1024 + r.next_u64() % 200).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("pair_id", DataType::UInt64, true),
+        Field::new("duration", DataType::Decimal128(18, 6), true),
+        Field::new("pool", DataType::UInt64, true),
+        Field::new("port", DataType::UInt64, true),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(pair)),
+        Arc::new(
+            Decimal128Array::from(duration)
+                .with_precision_and_scale(18, 6)
+                .unwrap(),
+        ),
+        Arc::new(UInt64Array::from(pool)),
+        Arc::new(UInt64Array::from(port)),
+    ];
+    (schema, cols)
+}
+
+/// (compressed bytes, data-page encodings) per column of a Parquet file.
+fn chunks(path: &std::path::Path) -> Vec<(u64, Vec<Encoding>)> {
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let md = r.metadata();
+    let n = md.file_metadata().schema_descr().num_columns();
+    (0..n)
+        .map(|c| {
+            let mut bytes = 0u64;
+            let mut enc = Vec::new();
+            for rg in md.row_groups() {
+                let cc = rg.column(c);
+                bytes += cc.compressed_size() as u64;
+                for e in cc.encodings() {
+                    if !enc.contains(&e) {
+                        enc.push(e);
+                    }
+                }
+            }
+            (bytes, enc)
+        })
+        .collect()
+}
+
+/// The column written alone by parquet-rs, zstd level 1, with or without a dictionary.
+fn alone(name: &str, col: &ArrayRef, dictionary: bool, dir: &std::path::Path) -> u64 {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        name,
+        col.data_type().clone(),
+        true,
+    )]));
+    let path = dir.join(format!("{name}-{dictionary}.parquet"));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+        .set_dictionary_enabled(dictionary)
+        .build();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        schema.clone(),
+        Some(props),
+    )
+    .unwrap();
+    w.write(&RecordBatch::try_new(schema, vec![col.clone()]).unwrap())
+        .unwrap();
+    w.close().unwrap();
+    chunks(&path)[0].0
+}
+
+#[test]
+fn number_dictionaries_only_where_they_fit_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, cols) = columns();
+    let all = RecordBatch::try_new(schema.clone(), cols.clone()).unwrap();
+    let cfg = WriterConfig {
+        codec: Codec::Zstd,
+        level: Some(1),
+        bloom_lookup_columns: false,
+        ..WriterConfig::default()
+    };
+    let path = dir.path().join("silt.parquet");
+    let first = all.slice(0, BATCH);
+    let out = BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut sink = silt_lake::store::open(&cfg, &schema, &[], N, &first, out).unwrap();
+    for off in (0..N).step_by(BATCH) {
+        sink.write(&all.slice(off, BATCH)).unwrap();
+    }
+    drop(sink.finish().unwrap());
+
+    let got = chunks(&path);
+    let dict = |e: &[Encoding]| {
+        e.iter()
+            .any(|e| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY))
+    };
+    for (i, f) in schema.fields().iter().enumerate() {
+        let name = f.name().as_str();
+        let want_dict = matches!(name, "pool" | "port");
+        assert_eq!(dict(&got[i].1), want_dict, "{name}: {:?}", got[i].1);
+        let with = alone(name, &cols[i], true, dir.path());
+        let without = alone(name, &cols[i], false, dir.path());
+        let best = with.min(without);
+        assert!(
+            got[i].0 as f64 <= best as f64 * 1.02,
+            "{name}: silt {} bytes, parquet-rs with dictionary {with}, without {without}",
+            got[i].0
+        );
+    }
+    // The planted columns are ones where the choice matters by more than noise.
+    let pair = (alone("pair_id", &cols[0], true, dir.path()) as f64)
+        / alone("pair_id", &cols[0], false, dir.path()) as f64;
+    assert!(pair > 1.05, "pair_id with/without dictionary: {pair:.3}");
+    let pool = (alone("pool", &cols[2], false, dir.path()) as f64)
+        / alone("pool", &cols[2], true, dir.path()) as f64;
+    assert!(pool > 1.05, "pool without/with dictionary: {pool:.3}");
+}
