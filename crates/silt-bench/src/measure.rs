@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, LargeListArray, ListArray, StructArray};
+use arrow::array::{Array, ArrayRef, AsArray, GenericListArray, OffsetSizeTrait, StructArray};
 use arrow::compute::{
     cast_with_options, concat_batches, sort_to_indices, take_record_batch, CastOptions, SortOptions,
 };
@@ -212,6 +212,19 @@ pub fn as_text(b: &RecordBatch) -> anyhow::Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
 }
 
+/// A list (`i32` offsets) or large list (`i64`) with its items as text.
+fn text_list<O: OffsetSizeTrait>(a: &ArrayRef, item: &Field) -> anyhow::Result<ArrayRef> {
+    let l = a.as_list::<O>();
+    let values = text_array(l.values())?;
+    let item = Arc::new(text_field(item, values.data_type()));
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        item,
+        l.offsets().clone(),
+        values,
+        l.nulls().cloned(),
+    )?))
+}
+
 fn text_field(f: &Field, dt: &DataType) -> Field {
     Field::new(f.name(), dt.clone(), true).with_metadata(f.metadata().clone())
 }
@@ -243,28 +256,8 @@ fn text_array(a: &ArrayRef) -> anyhow::Result<ArrayRef> {
                 s.nulls().cloned(),
             )?)
         }
-        DataType::List(item) => {
-            let l = a.as_list::<i32>();
-            let values = text_array(l.values())?;
-            let item = Arc::new(text_field(item, values.data_type()));
-            Arc::new(ListArray::try_new(
-                item,
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            )?)
-        }
-        DataType::LargeList(item) => {
-            let l = a.as_list::<i64>();
-            let values = text_array(l.values())?;
-            let item = Arc::new(text_field(item, values.data_type()));
-            Arc::new(LargeListArray::try_new(
-                item,
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            )?)
-        }
+        DataType::List(item) => text_list::<i32>(a, item)?,
+        DataType::LargeList(item) => text_list::<i64>(a, item)?,
         // Every scalar arrow can print: numbers, decimals, booleans, times, dictionaries. A
         // type arrow cannot cast to text stays as it is (the variant is then typed there).
         _ => cast_with_options(
@@ -283,8 +276,8 @@ fn text_array(a: &ArrayRef) -> anyhow::Result<ArrayRef> {
 mod tests {
     use super::*;
     use arrow::array::{
-        BooleanArray, Decimal128Array, DictionaryArray, StringArray, TimestampMicrosecondArray,
-        UInt16Array,
+        BooleanArray, Decimal128Array, DictionaryArray, ListArray, StringArray,
+        TimestampMicrosecondArray, UInt16Array,
     };
     use arrow::buffer::OffsetBuffer;
     use arrow::datatypes::Int32Type;
