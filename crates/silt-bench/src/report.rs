@@ -1216,7 +1216,7 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
         h,
         "<h2>Where the bytes go, column by column (Parquet, zstd level 1)</h2>"
     );
-    let _ = writeln!(h, "<p class=\"note\">Compressed bytes of each column's chunks per event, from the footers of the files compared above{}. \"best of\" adds, for every column and for the rest of the file, the smallest of the writers: no writer choosing among these encodings per column, on these rows in this order, gets below it. Columns whose figures agree across writers are at what their values cost (random ids, hashes), where no encoding can gain.</p>", if any_large { format!(" (schemas with at least {GOAL_MIN_EVENTS} events)") } else { String::new() });
+    let _ = writeln!(h, "<p class=\"note\">Compressed bytes of each column's chunks per event, from the footers of the files compared above{}. \"best of\" adds, for every column and for the rest of the file, the smallest of the writers: what taking the best of what these writers did, column by column, on these rows in this order, would give. It is not a hard floor (an encoding none of them used can do better on a column), but columns whose figures agree across writers are at what their values cost (random ids, hashes).</p>", if any_large { format!(" (schemas with at least {GOAL_MIN_EVENTS} events)") } else { String::new() });
     for (i, (schema, events)) in schemas.iter().enumerate() {
         let mine: Vec<&ColumnSize> = columns.iter().filter(|c| c.schema == *schema).collect();
         let sbs = side_by_side(&mine);
