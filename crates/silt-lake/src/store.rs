@@ -584,17 +584,17 @@ fn high_cardinality_leaves(
     /// the whole sample: a pool of values that the sample already mostly covers (ports, packet
     /// counts, 30k hosts) grows little and keeps its dictionary, values that keep coming grow
     /// linearly and lose it.
+    /// `n` is the number of `values` (the sample's valid values).
     fn unique<'a>(
         values: impl Iterator<Item = &'a [u8]>,
+        n: usize,
         overhead: usize,
         page: usize,
         rows: usize,
     ) -> (bool, f64) {
-        let values: Vec<&[u8]> = values.collect();
-        let n = values.len();
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let (mut bytes, mut dict_bytes, mut half_distinct) = (0usize, 0usize, 0usize);
-        for (i, v) in values.iter().enumerate() {
+        for (i, v) in values.enumerate() {
             if i == n / 2 {
                 half_distinct = seen.len();
             }
@@ -644,7 +644,7 @@ fn high_cardinality_leaves(
                     .filter(|&i| s.is_valid(i))
                     .map(|i| s.value(i).as_bytes());
                 // A dictionary entry is the value plus its 4-byte length.
-                let (high, mean) = unique(vals, 4, pages.0, 0);
+                let (high, mean) = unique(vals, valid, 4, pages.0, 0);
                 let offsets = s.value_offsets();
                 let rows =
                     partition_point(1, n, |i| ((offsets[i] - offsets[0]) as usize) < TRIAL_BYTES);
@@ -666,7 +666,7 @@ fn high_cardinality_leaves(
                 let vals = (0..n)
                     .filter(|&i| a.is_valid(i))
                     .map(|i| &v[i * width..i * width + 8]);
-                (unique(vals, 0, pages.1, rows).0, None, None)
+                (unique(vals, valid, 0, pages.1, rows).0, None, None)
             }
             _ => return,
         };
