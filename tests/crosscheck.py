@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import pty
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -201,6 +202,11 @@ def main():
         check("stdin import equals file import", a == b and sum(a.values()) == 266, f"stdin {a} file {b}")
 
     print(f"crosscheck: {passed} passed, {failed} failed")
+    # The work directory (about 50 MB) goes unless a check failed, when it is kept to look at.
+    if failed:
+        print(f"crosscheck: lakes and inputs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
 

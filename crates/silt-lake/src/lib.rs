@@ -7,6 +7,7 @@
 //! - [`publish`]: the one place where a finished file becomes part of a table (temp name, fsync,
 //!   rename); a transaction log (Delta Lake) can later replace it without touching the writer;
 //! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
+//! - `bloom`: the bloom filters of lookup columns, built in address order;
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
@@ -16,6 +17,7 @@
 //! This crate touches only the lake directory it is given and the files it is asked to inspect.
 
 mod background;
+mod bloom;
 pub mod catalog;
 pub mod config;
 pub mod ddl;

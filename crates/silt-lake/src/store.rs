@@ -3,7 +3,8 @@
 //! Parquet files get: the configured codec and level, row groups cut at a compressed-size
 //! target, dictionary encoding (parquet-rs falls back to plain for high-cardinality columns),
 //! page-level statistics with the column and offset index, DELTA_BINARY_PACKED for time columns,
-//! bloom filters on lookup columns, `sorting_columns` metadata, and silt's schema metadata as
+//! bloom filters on lookup columns (built by the `bloom` module for text and integer leaves, by
+//! parquet-rs for others), `sorting_columns` metadata, and silt's schema metadata as
 //! key-value metadata next to the embedded Arrow schema. Per-column encoding hints
 //! ([`crate::config::EncodingHints`]) are resolved by [`encoding_plan`] and applied last.
 
@@ -26,6 +27,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
 use crate::background::Background;
+use crate::bloom::BloomBuilder;
 use crate::config::{Codec, StoreKind, WriterConfig};
 use crate::writer::partition_point;
 
@@ -51,7 +53,7 @@ pub fn open(
 ) -> anyhow::Result<Box<dyn FileSink>> {
     match cfg.store {
         StoreKind::Parquet => {
-            let mut props = parquet_properties(cfg, schema, sort, expected_rows)?;
+            let (mut props, blooms) = parquet_properties(cfg, schema, sort, expected_rows)?;
             let pages = (cfg.dictionary_page_bytes, cfg.page_bytes);
             // Plain numbers beat an overflowing dictionary only through an entropy coder: without
             // compression (or with snappy or lz4) 8 plain bytes a value are larger than the
@@ -83,7 +85,7 @@ pub fn open(
                 }
             }
             let props = props.build();
-            let sink = ParquetSink::new(out, schema, props, cfg.row_group_bytes)?;
+            let sink = ParquetSink::new(out, schema, props, cfg.row_group_bytes, blooms)?;
             Ok(Box::new(Background::spawn(Box::new(sink))?))
         }
         StoreKind::Feather => {
@@ -125,6 +127,10 @@ struct ParquetSink {
     schema: SchemaRef,
     /// Column writers of the row group in progress, one per leaf column.
     writers: Vec<ArrowColumnWriter>,
+    /// The lookup columns' bloom filters silt builds, and those of the row group in progress (by
+    /// leaf index, with the column's dotted path).
+    blooms: Blooms,
+    filters: Vec<Option<(BloomBuilder, String)>>,
     /// Which leaf columns each encoding thread takes (balanced by bytes seen).
     lanes: Vec<Vec<usize>>,
     rows_in_group: usize,
@@ -150,11 +156,13 @@ impl ParquetSink {
         schema: &SchemaRef,
         props: WriterProperties,
         target: usize,
+        blooms: Blooms,
     ) -> anyhow::Result<Self> {
         let (file, factory) =
             ArrowWriter::try_new(out, schema.clone(), Some(props))?.into_serialized_writer()?;
         let writers = factory.create_column_writers(0)?;
         let n = writers.len();
+        let filters = blooms.builders(n)?;
         let lanes = (0..ENCODE_THREADS)
             .map(|t| (t..n).step_by(ENCODE_THREADS).collect())
             .collect();
@@ -163,6 +171,8 @@ impl ParquetSink {
             factory,
             schema: schema.clone(),
             writers,
+            blooms,
+            filters,
             lanes,
             rows_in_group: 0,
             target,
@@ -197,7 +207,13 @@ impl ParquetSink {
             .into_iter()
             .map(Some)
             .collect();
-        let work: Vec<Vec<(usize, ArrowColumnWriter, ArrowLeafColumn)>> = self
+        type Job = (
+            usize,
+            ArrowColumnWriter,
+            ArrowLeafColumn,
+            Option<(BloomBuilder, String)>,
+        );
+        let work: Vec<Vec<Job>> = self
             .lanes
             .iter()
             .map(|lane| {
@@ -207,16 +223,25 @@ impl ParquetSink {
                             i,
                             slots[i].take().expect("writer"),
                             leaves[i].take().expect("leaf"),
+                            self.filters[i].take(),
                         )
                     })
                     .collect()
             })
             .collect();
-        let run = |mut jobs: Vec<(usize, ArrowColumnWriter, ArrowLeafColumn)>| -> parquet::errors::Result<Vec<(usize, ArrowColumnWriter)>> {
-            for (_, w, leaf) in jobs.iter_mut() {
+        type Done = (usize, ArrowColumnWriter, Option<(BloomBuilder, String)>);
+        let run = |mut jobs: Vec<Job>| -> parquet::errors::Result<Vec<Done>> {
+            for (_, w, leaf, filter) in jobs.iter_mut() {
                 w.write(leaf)?;
+                if let Some((f, path)) = filter {
+                    if !f.add_path(batch, path) {
+                        return Err(parquet::errors::ParquetError::General(format!(
+                            "bloom filter of column {path}: not a text, binary or integer leaf"
+                        )));
+                    }
+                }
             }
-            Ok(jobs.into_iter().map(|(i, w, _)| (i, w)).collect())
+            Ok(jobs.into_iter().map(|(i, w, _, f)| (i, w, f)).collect())
         };
         let results = std::thread::scope(|scope| {
             let mut it = work.into_iter();
@@ -231,8 +256,9 @@ impl ParquetSink {
             out
         });
         for r in results {
-            for (i, w) in r? {
+            for (i, w, f) in r? {
                 slots[i] = Some(w);
+                self.filters[i] = f;
             }
         }
         self.writers = slots
@@ -257,9 +283,14 @@ impl ParquetSink {
             &mut self.writers,
             self.factory.create_column_writers(index + 1)?,
         );
+        let filters = std::mem::replace(&mut self.filters, self.blooms.builders(writers.len())?);
         let mut rg = self.file.next_row_group()?;
-        for w in writers {
-            w.close()?.append_to_row_group(&mut rg)?;
+        for (w, filter) in writers.into_iter().zip(filters) {
+            let mut chunk = w.close()?;
+            if let Some((f, _)) = filter {
+                chunk.close_mut().bloom_filter = Some(f.finish());
+            }
+            chunk.append_to_row_group(&mut rg)?;
         }
         rg.close()?;
         self.rows_in_group = 0;
@@ -320,7 +351,13 @@ impl FileSink for ParquetSink {
     }
 
     fn memory_size(&self) -> usize {
-        self.writers.iter().map(|w| w.memory_size()).sum()
+        self.writers.iter().map(|w| w.memory_size()).sum::<usize>()
+            + self
+                .filters
+                .iter()
+                .flatten()
+                .map(|(f, _)| f.memory_size())
+                .sum::<usize>()
     }
 
     fn finish(mut self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
@@ -383,12 +420,31 @@ fn zstd_level(level: i32) -> anyhow::Result<ZstdLevel> {
     Ok(l)
 }
 
+/// The lookup columns whose bloom filters silt builds ([`crate::bloom`]): leaf index and dotted
+/// path, with the filters' sizing.
+struct Blooms {
+    ndv: u64,
+    fpp: f64,
+    columns: Vec<(usize, String)>,
+}
+
+impl Blooms {
+    /// Empty filters for one row group, by leaf index.
+    fn builders(&self, leaves: usize) -> anyhow::Result<Vec<Option<(BloomBuilder, String)>>> {
+        let mut out: Vec<Option<(BloomBuilder, String)>> = (0..leaves).map(|_| None).collect();
+        for (leaf, path) in &self.columns {
+            out[*leaf] = Some((BloomBuilder::new(self.ndv, self.fpp)?, path.clone()));
+        }
+        Ok(out)
+    }
+}
+
 fn parquet_properties(
     cfg: &WriterConfig,
     schema: &Schema,
     sort: &[String],
     expected_rows: usize,
-) -> anyhow::Result<WriterPropertiesBuilder> {
+) -> anyhow::Result<(WriterPropertiesBuilder, Blooms)> {
     let mut b = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
         .set_compression(compression(cfg.codec, cfg.level)?)
@@ -425,15 +481,30 @@ fn parquet_properties(
     if cfg.bloom_lookup_columns {
         bloom.extend(silt_core::meta::lookup_columns(schema));
     }
+    bloom.sort();
+    bloom.dedup();
     let ndv = expected_rows.clamp(1024, 1 << 20) as u64;
+    let mut ours = Blooms {
+        ndv,
+        fpp: cfg.bloom_fpp,
+        columns: Vec::new(),
+    };
     for col in bloom {
         let path: Vec<String> = col.split('.').map(str::to_string).collect();
-        if leaves.iter().any(|(p, _)| *p == path) {
-            let cp = ColumnPath::new(path);
-            b = b
-                .set_column_bloom_filter_enabled(cp.clone(), true)
-                .set_column_bloom_filter_fpp(cp.clone(), cfg.bloom_fpp)
-                .set_column_bloom_filter_max_ndv(cp, ndv);
+        match leaves.iter().position(|(p, _)| *p == path) {
+            Some(leaf)
+                if crate::bloom::supported(&leaves[leaf].1) && through_structs(schema, &path) =>
+            {
+                ours.columns.push((leaf, col));
+            }
+            Some(_) => {
+                let cp = ColumnPath::new(path);
+                b = b
+                    .set_column_bloom_filter_enabled(cp.clone(), true)
+                    .set_column_bloom_filter_fpp(cp.clone(), cfg.bloom_fpp)
+                    .set_column_bloom_filter_max_ndv(cp, ndv);
+            }
+            None => {}
         }
     }
 
@@ -464,7 +535,7 @@ fn parquet_properties(
     if !kv.is_empty() {
         b = b.set_key_value_metadata(Some(kv));
     }
-    Ok(b)
+    Ok((b, ours))
 }
 
 /// Mean bytes per value from which a high-cardinality string column (whole log lines) gets
@@ -897,6 +968,26 @@ fn is_list_at(schema: &Schema, prefix: &[String]) -> bool {
         i += 1;
     }
     matches!(dt, Some(DataType::List(_)) | Some(DataType::LargeList(_)))
+}
+
+/// Whether every step of `path` above its leaf is a struct field (no list or map on the way).
+fn through_structs(schema: &Schema, path: &[String]) -> bool {
+    let Some((first, rest)) = path.split_first() else {
+        return false;
+    };
+    let Ok(mut field) = schema.field_with_name(first) else {
+        return false;
+    };
+    for name in rest {
+        let DataType::Struct(children) = field.data_type() else {
+            return false;
+        };
+        match children.iter().find(|c| c.name() == name) {
+            Some(c) => field = c,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Parquet leaf column paths in schema order, with their Arrow types. Lists contribute
