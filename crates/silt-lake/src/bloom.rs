@@ -20,6 +20,7 @@
 //!
 //! Memory: the filter, twice `PENDING` hashes (8 bytes each) and the 16 KiB cache per lookup
 //! column of a row group.
+//!
 //! Only leaves reached through structs (not lists or maps) whose values parquet-rs hashes as
 //! plain bytes are handled here (text, binary, 32- and 64-bit integers, see [`supported`]);
 //! other lookup columns keep parquet-rs's own filter. This module touches nothing but the arrays
