@@ -646,11 +646,11 @@ fn high_cardinality_leaves(
     ///
     /// `rows` (numbers only; 0 for text, and without an entropy-coding codec) are the rows
     /// expected in the file: the dictionary the column would need there is projected from the
-    /// sample. A number column whose distinct
-    /// values keep growing with the rows (durations, byte counts, a flow id that two DNS rows
-    /// share) overflows the dictionary page later in the chunk, and parquet-rs then writes the
-    /// rest plain, after a dictionary that bought nothing (generated conn `duration`: 3.24 B/row
-    /// that way, 2.91 plain; EVE dns `flow_id` 4.0 and 3.3). The projection follows Heaps' law,
+    /// sample. A number column whose distinct values keep growing with the rows (durations,
+    /// byte counts, a flow id that two DNS rows share) overflows the dictionary page later in the
+    /// chunk, and parquet-rs then writes the rest plain, after a dictionary that bought nothing
+    /// (generated conn `duration`: 3.24 B/row that way, 2.91 plain; EVE dns `flow_id` 4.0 and
+    /// 3.3). The projection follows Heaps' law,
     /// distinct(N) = distinct(n) * (N/n)^b, with b measured between the sample's first half and
     /// the whole sample: a pool of values that the sample already mostly covers (ports, packet
     /// counts, 30k hosts) grows little and keeps its dictionary, values that keep coming grow
