@@ -75,7 +75,7 @@ fn csv_figures_match_the_files_written() {
         read_into(&f.path, silt_readers::Format::Suricata, &mut c);
     }
     assert_eq!(c.rejects, 0);
-    let tables = c.finish(true).unwrap();
+    let tables = c.finish(true).unwrap().tables;
 
     let codecs: Vec<CodecSpec> = ["none", "zstd:1"]
         .iter()

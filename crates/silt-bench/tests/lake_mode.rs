@@ -71,3 +71,72 @@ fn bench_over_a_lake() {
         .iter()
         .all(|r| r.ratio_vs_input.is_none() && r.output_bytes > 0));
 }
+
+/// A lake file that cannot be read is a reject (kept in the rejects file with its path and the
+/// reason), not the end of the run: the other files' rows are loaded. `load_lake` (no rejects
+/// file to keep it in) refuses such a lake instead.
+#[test]
+fn unreadable_lake_files_are_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let zr = silt_gen::generate_zeek(
+        &logs,
+        500,
+        &silt_gen::GenOptions {
+            logs: Some(vec!["conn".into()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let lake = dir.path().join("lake");
+    let mut w = LakeWriter::new(&lake, WriterConfig::default()).unwrap();
+    for f in &zr.files {
+        let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
+        silt_readers::read(
+            silt_readers::Format::Zeek,
+            &mut r,
+            &SourceInfo::from_path(&f.path),
+            &Default::default(),
+            &mut w as &mut dyn Emit,
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let good = silt_lake::catalog::data_files(&lake.join("zeek.conn")).unwrap();
+    assert!(!good.is_empty());
+    let part = good[0].path.parent().unwrap().to_path_buf();
+    // A truncated copy of a real file (no footer) and bytes that are not Parquet at all.
+    let bytes = std::fs::read(&good[0].path).unwrap();
+    std::fs::write(part.join("truncated.parquet"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(part.join("noise.parquet"), b"PAR1 not really").unwrap();
+
+    let out = dir.path().join("report");
+    let mut c = silt_bench::BoundedCollect::new(1_000_000).keep_rejects(&out);
+    silt_bench::collect::load_lake_into(&lake, &mut c).unwrap();
+    assert_eq!(c.rejects, 2);
+    let done = c.finish(false).unwrap();
+    let conn = &done.tables[0];
+    assert_eq!(conn.events, 500, "every row of the readable files");
+    let file = done.rejects_file.expect("a rejects file");
+    assert!(file.starts_with(out.join(silt_lake::rejects::REJECTS_DIR)));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (l, name) in lines.iter().zip(["noise.parquet", "truncated.parquet"]) {
+        assert!(l["source"].as_str().unwrap().ends_with(name), "{l}");
+        assert_eq!(l["table"], "zeek.conn");
+        assert!(
+            l["reason"]
+                .as_str()
+                .unwrap()
+                .contains("cannot read this parquet file"),
+            "{l}"
+        );
+    }
+
+    let e = load_lake(&lake, 1_000_000).unwrap_err().to_string();
+    assert!(e.contains("cannot read this parquet file"), "{e}");
+}

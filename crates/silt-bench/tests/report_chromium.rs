@@ -66,7 +66,7 @@ fn report_renders_in_headless_chromium() {
     );
     let out = dir.path().join("report");
     let o = silt_bench::run(
-        c.finish(true).unwrap(),
+        c.finish(true).unwrap().tables,
         &BenchOptions {
             out: out.clone(),
             configs,

@@ -504,6 +504,10 @@ pub struct BenchArgs {
     /// Python interpreter for --baselines (default: scripts/pyenv.sh's venv, else python3).
     #[arg(long)]
     pub python: Option<PathBuf>,
+    /// Exit with status 2 before measuring anything if any input line or lake file was rejected
+    /// (the rejects file is still written).
+    #[arg(long)]
+    pub strict: bool,
     /// Do not print progress.
     #[arg(long, short)]
     pub quiet: bool,

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
+use silt_bench::collect::Collected;
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::{BenchOptions, BoundedCollect};
 use silt_core::ReadOptions;
@@ -40,17 +41,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         eprintln!("note: {n}");
     }
 
-    let (tables, source) = match &a.lake {
+    // Rejects are kept under the report directory, as `silt import` keeps them under the lake.
+    let mut c = BoundedCollect::new(a.max_events).keep_rejects(&a.out);
+    let source = match &a.lake {
         Some(lake) => {
             anyhow::ensure!(
                 a.inputs.is_empty(),
                 "give either inputs or --lake, not both"
             );
             eprintln!("loading tables from {} ...", lake.display());
-            (
-                silt_bench::collect::load_lake(lake, a.max_events)?,
-                format!("the tables of lake {}", lake.display()),
-            )
+            silt_bench::collect::load_lake_into(lake, &mut c)?;
+            format!("the tables of lake {}", lake.display())
         }
         None => {
             anyhow::ensure!(
@@ -76,7 +77,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             let mut spec = import::reader_spec(&ia)?;
             let inputs = source::expand(&a.inputs)?;
             eprintln!("reading {} input(s) ({name}) ...", inputs.len());
-            let mut c = BoundedCollect::new(a.max_events);
             import::read_inputs(
                 &inputs,
                 &mut spec,
@@ -86,24 +86,62 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 Arc::new(AtomicU64::new(0)),
                 &mut c,
             )?;
-            if c.rejects > 0 {
-                let m = format!(
-                    "{} input lines/records were rejected by the readers",
-                    c.rejects
-                );
-                eprintln!("note: {m}");
-                for r in &c.sample_rejects {
-                    eprintln!("  reject: {}:{}: {}", r.source, r.line, r.reason);
-                }
-                notes.push(m);
-            }
             let shown: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
-            (
-                c.finish(true)?,
-                format!("{} ({} files, {name})", shown.join(", "), inputs.len()),
-            )
+            format!("{} ({} files, {name})", shown.join(", "), inputs.len())
         }
     };
+    let (rejects, samples) = (c.rejects, c.sample_rejects.clone());
+    let Collected {
+        tables,
+        rejects_file,
+    } = c.finish(a.lake.is_none())?;
+    let kept_in = rejects_file
+        .as_ref()
+        .map(|p| format!("; all are kept in {}", p.display()))
+        .unwrap_or_default();
+    if rejects > 0 {
+        let m = format!(
+            "{rejects} rejects (input lines or records the readers could not use, or lake files \
+             that could not be read){kept_in}"
+        );
+        eprintln!("note: {m}");
+        for r in &samples {
+            // Line 0: a whole file (a lake file that could not be read).
+            match r.line {
+                0 => eprintln!("  reject: {}: {}", r.source, r.reason),
+                n => eprintln!("  reject: {}:{n}: {}", r.source, r.reason),
+            }
+        }
+        notes.push(m);
+        if a.strict {
+            eprintln!(
+                "error: {rejects} rejects and --strict is set: nothing was measured{kept_in}"
+            );
+            return Ok(2);
+        }
+    }
+    anyhow::ensure!(
+        !tables.is_empty(),
+        "nothing to measure: {source} gave no events{}",
+        if rejects > 0 {
+            format!("; {rejects} rejects{kept_in}")
+        } else {
+            " (empty inputs, or no files silt can read: see `silt import --help` for the formats)"
+                .to_string()
+        }
+    );
+    let floor = a.min_events.max(1);
+    anyhow::ensure!(
+        tables.iter().any(|t| t.events >= floor),
+        "nothing to measure: every table has fewer than --min-events {} events ({}); lower \
+         --min-events or give more input",
+        a.min_events,
+        tables
+            .iter()
+            .map(|t| format!("{} {}", t.name, t.events))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
     let opts = BenchOptions {
         out: a.out.clone(),
