@@ -3,8 +3,7 @@
 //! tables of a lake, and hands them to `silt_bench::run`. Only argument handling and printing
 //! here; the benchmark lives in the `silt-bench` crate.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::io::IsTerminal;
 
 use clap::{Parser, ValueEnum};
 use silt_bench::collect::Collected;
@@ -77,17 +76,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             let mut spec = import::reader_spec(&ia)?;
             let inputs = source::expand(&a.inputs)?;
             eprintln!("reading {} input(s) ({name}) ...", inputs.len());
-            import::read_inputs(
-                &inputs,
-                &mut spec,
-                &ReadOptions {
-                    batch_rows: a.batch_rows,
-                },
-                Arc::new(AtomicU64::new(0)),
-                &mut c,
-            )?;
             let shown: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
-            format!("{} ({} files, {name})", shown.join(", "), inputs.len())
+            let source = format!("{} ({} files, {name})", shown.join(", "), inputs.len());
+            // The same reader thread, progress bar and reject printing as `silt import`.
+            let total: Option<u64> = inputs.iter().map(source::Input::size).sum();
+            let opts = ReadOptions {
+                batch_rows: a.batch_rows,
+            };
+            let show_progress = !a.quiet && std::io::stderr().is_terminal();
+            import::pipeline(&mut c, show_progress, total, move |counter, out| {
+                import::read_inputs(&inputs, &mut spec, &opts, counter, out)
+            })?;
+            source
         }
     };
     let (rejects, samples) = (c.rejects, c.sample_rejects.clone());
@@ -105,7 +105,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
              that could not be read){kept_in}"
         );
         eprintln!("note: {m}");
-        for r in &samples {
+        // The import pipeline printed the first rejects of inputs as they came; a lake's are
+        // printed here.
+        for r in samples.iter().filter(|_| a.lake.is_some()) {
             // Line 0: a whole file (a lake file that could not be read).
             match r.line {
                 0 => eprintln!("  reject: {}: {}", r.source, r.reason),
