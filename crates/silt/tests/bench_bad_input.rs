@@ -1,6 +1,7 @@
 //! `silt bench` with bad input, end to end: rejected lines are counted, printed and kept in a
 //! rejects file under `--out`; `--strict` stops before measuring with status 2; inputs that give
-//! nothing to measure are an error, not an empty report.
+//! nothing to measure are an error, not an empty report; `--baselines` without a Python that has
+//! duckdb and pyarrow stops at the start.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -118,4 +119,30 @@ fn nothing_to_measure_is_an_error() {
         stderr.contains("every table has fewer than --min-events 10 events (suricata.dns 3)"),
         "{stderr}"
     );
+}
+
+/// `--baselines` that cannot run (no Python with duckdb and pyarrow) stops at the start with
+/// what to do, instead of a long run whose report lacks them.
+#[test]
+fn baselines_without_python_stop_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let eve = write_eve(dir.path());
+    let out = dir.path().join("report");
+    let missing = dir.path().join("no-python");
+    let o = bench(&[
+        &eve,
+        "--out",
+        out.to_str().unwrap(),
+        "--baselines",
+        "--python",
+        missing.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot import duckdb and pyarrow"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("scripts/pyenv.sh"), "{stderr}");
+    assert!(!out.exists(), "nothing read or written before the check");
 }

@@ -40,6 +40,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         eprintln!("note: {n}");
     }
 
+    // Asked-for baselines that cannot run are an error now, not a note after a long run.
+    let python = match a.baselines {
+        true => Some(
+            silt_bench::baselines::find_python(a.python.as_deref()).map_err(|e| {
+                anyhow::anyhow!(
+                    "--baselines: {e}. `bash scripts/pyenv.sh` makes a Python with both and \
+                     prints its path (give it with --python); or leave out --baselines"
+                )
+            })?,
+        ),
+        false => None,
+    };
     // Rejects are kept under the report directory, as `silt import` keeps them under the lake.
     let mut c = BoundedCollect::new(a.max_events).keep_rejects(&a.out);
     let source = match &a.lake {
@@ -156,7 +168,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         reads: !a.no_reads,
         variants: !a.no_variants,
         baselines: a.baselines,
-        python: a.python.clone(),
+        python,
         batch_rows: a.batch_rows,
         source,
     };
