@@ -1,7 +1,8 @@
 //! `silt bench`: reads inputs the way `silt import` does (same reader selection:
-//! [`import::reader_spec`], format detection, custom readers) into bounded memory, or loads the
-//! tables of a lake, and hands them to `silt_bench::run`. Only argument handling and printing
-//! here; the benchmark lives in the `silt-bench` crate.
+//! [`import::reader_spec`], format detection, custom readers, the same pipeline and progress
+//! bar) into bounded memory, or loads the tables of a lake, and hands them to `silt_bench::run`.
+//! Rejects are kept under `--out` (`_rejects/`), as import keeps them under the lake. Only
+//! argument handling and printing here; the benchmark lives in the `silt-bench` crate.
 
 use std::io::IsTerminal;
 
@@ -117,13 +118,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
              that could not be read){kept_in}"
         );
         eprintln!("note: {m}");
-        // The import pipeline printed the first rejects of inputs as they came; a lake's are
-        // printed here.
-        for r in samples.iter().filter(|_| a.lake.is_some()) {
-            // Line 0: a whole file (a lake file that could not be read).
-            match r.line {
-                0 => eprintln!("  reject: {}: {}", r.source, r.reason),
-                n => eprintln!("  reject: {}:{n}: {}", r.source, r.reason),
+        // The import pipeline printed the first rejects of inputs as they came; a lake's
+        // (whole files, line 0) are printed here.
+        if a.lake.is_some() {
+            for r in &samples {
+                eprintln!("  reject: {}: {}", r.source, r.reason);
             }
         }
         notes.push(m);
