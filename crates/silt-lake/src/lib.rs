@@ -8,6 +8,8 @@
 //!   rename); a transaction log (Delta Lake) can later replace it without touching the writer;
 //! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
 //! - `bloom`: the bloom filters of lookup columns, built in address order;
+//! - `compact`: list columns of a sliced batch narrowed to the values its rows use, before
+//!   parquet-rs encodes them;
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
@@ -19,6 +21,7 @@
 mod background;
 mod bloom;
 pub mod catalog;
+mod compact;
 pub mod config;
 pub mod ddl;
 pub mod inspect;

@@ -341,7 +341,9 @@ impl FileSink for ParquetSink {
                 // Nothing known yet about this data: a small first slice to learn from.
                 _ => take = take.min(WRITE_PROBE_ROWS),
             }
-            self.encode(&batch.slice(off, take))?;
+            // parquet-rs converts a list's whole child array for every slice written
+            // (`compact`), so lists are narrowed to the slice first.
+            self.encode(&crate::compact::narrow_lists(&batch.slice(off, take))?)?;
             off += take;
             if self.estimated() >= target {
                 self.flush_row_group()?;
