@@ -42,16 +42,16 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     }
 
     // Asked-for baselines that cannot run are an error now, not a note after a long run.
-    let python = match a.baselines {
-        true => Some(
-            silt_bench::baselines::find_python(a.python.as_deref()).map_err(|e| {
-                anyhow::anyhow!(
-                    "--baselines: {e}. `bash scripts/pyenv.sh` makes a Python with both and \
-                     prints its path (give it with --python); or leave out --baselines"
-                )
-            })?,
-        ),
-        false => None,
+    let python = if a.baselines {
+        let py = silt_bench::baselines::find_python(a.python.as_deref()).map_err(|e| {
+            anyhow::anyhow!(
+                "--baselines: {e}. `bash scripts/pyenv.sh` makes a Python with both and prints \
+                 its path (give it with --python); or leave out --baselines"
+            )
+        })?;
+        Some(py)
+    } else {
+        None
     };
     // Rejects are kept under the report directory, as `silt import` keeps them under the lake.
     let mut c = BoundedCollect::new(a.max_events).keep_rejects(&a.out);
