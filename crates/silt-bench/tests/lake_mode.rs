@@ -6,21 +6,20 @@ use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::BenchOptions;
 use silt_core::{Emit, SourceInfo};
 use silt_lake::{LakeWriter, StoreKind, WriterConfig};
+use std::path::{Path, PathBuf};
 
-#[test]
-fn bench_over_a_lake() {
-    let dir = tempfile::tempdir().unwrap();
-    let logs = dir.path().join("logs");
+/// A lake under `dir/lake` imported from `events` generated records of each Zeek log in `logs`.
+fn generated_lake(dir: &Path, events: u64, logs: &[&str]) -> (PathBuf, silt_gen::GenReport) {
     let zr = silt_gen::generate_zeek(
-        &logs,
-        3000,
+        &dir.join("logs"),
+        events,
         &silt_gen::GenOptions {
-            logs: Some(vec!["conn".into(), "dns".into()]),
+            logs: Some(logs.iter().map(|l| l.to_string()).collect()),
             ..Default::default()
         },
     )
     .unwrap();
-    let lake = dir.path().join("lake");
+    let lake = dir.join("lake");
     let mut w = LakeWriter::new(&lake, WriterConfig::default()).unwrap();
     for f in &zr.files {
         let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
@@ -34,6 +33,13 @@ fn bench_over_a_lake() {
         .unwrap();
     }
     w.finish().unwrap();
+    (lake, zr)
+}
+
+#[test]
+fn bench_over_a_lake() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lake, zr) = generated_lake(dir.path(), 3000, &["conn", "dns"]);
 
     let tables = load_lake(&lake, 1_000_000).unwrap();
     let by_name = |n: &str| tables.iter().find(|t| t.name.to_string() == n).unwrap();
@@ -78,30 +84,7 @@ fn bench_over_a_lake() {
 #[test]
 fn unreadable_lake_files_are_rejects() {
     let dir = tempfile::tempdir().unwrap();
-    let logs = dir.path().join("logs");
-    let zr = silt_gen::generate_zeek(
-        &logs,
-        500,
-        &silt_gen::GenOptions {
-            logs: Some(vec!["conn".into()]),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let lake = dir.path().join("lake");
-    let mut w = LakeWriter::new(&lake, WriterConfig::default()).unwrap();
-    for f in &zr.files {
-        let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
-        silt_readers::read(
-            silt_readers::Format::Zeek,
-            &mut r,
-            &SourceInfo::from_path(&f.path),
-            &Default::default(),
-            &mut w as &mut dyn Emit,
-        )
-        .unwrap();
-    }
-    w.finish().unwrap();
+    let (lake, _) = generated_lake(dir.path(), 500, &["conn"]);
     let good = silt_lake::catalog::data_files(&lake.join("zeek.conn")).unwrap();
     assert!(!good.is_empty());
     let part = good[0].path.parent().unwrap().to_path_buf();
