@@ -203,6 +203,38 @@ mod tests {
     }
 
     #[test]
+    fn maps_are_narrowed_too() {
+        use arrow::array::{Int64Builder, MapBuilder, StringBuilder};
+        let mut m = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+        for i in 0..50i64 {
+            if i % 9 == 4 {
+                m.append(false).unwrap();
+                continue;
+            }
+            for k in 0..i % 3 {
+                m.keys().append_value(format!("k{k}"));
+                m.values().append_value(i * 10 + k);
+            }
+            m.append(true).unwrap();
+        }
+        let map = m.finish();
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "m",
+            map.data_type().clone(),
+            true,
+        )]));
+        let b = RecordBatch::try_new(schema, vec![Arc::new(map)]).unwrap();
+        for (off, n) in [(0, 50), (13, 20), (49, 1)] {
+            let s = b.slice(off, n);
+            let narrowed = narrow_lists(&s).unwrap();
+            assert_eq!(narrowed, s, "({off}, {n})");
+            let m = narrowed.column(0).as_map();
+            assert_eq!(m.offsets()[0], 0);
+            assert_eq!(m.entries().len(), m.offsets()[m.len()] as usize);
+        }
+    }
+
+    #[test]
     fn batches_without_lists_are_shared() {
         let b = batch();
         let flat = b.project(&[0]).unwrap().slice(5, 10);
