@@ -113,8 +113,8 @@ fn narrow_list<O: OffsetSizeTrait>(
 }
 
 /// Offsets rebased to start at 0, and the child sliced by `slice(first, len)` to the range the
-/// offsets cover. When they already cover the whole child from 0 the offsets are shared as they
-/// are and the child is sliced to its full length (zero-copy either way).
+/// offsets cover. Offsets that already start at 0 are shared as they are (the child is still cut
+/// at their end); zero-copy either way.
 fn rebase<O: OffsetSizeTrait, T>(
     offsets: &OffsetBuffer<O>,
     slice: impl FnOnce(usize, usize) -> T,
