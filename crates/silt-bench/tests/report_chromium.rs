@@ -103,6 +103,11 @@ fn report_renders_in_headless_chromium() {
         dom.contains("silt bench: Parquet vs Feather"),
         "page did not load: {dom:.500}"
     );
+    // Every table here has fewer than 10,000 events: the report says the medians include them.
+    assert!(
+        dom.contains("id=\"small-schemas\""),
+        "no small-table note: {dom:.500}"
+    );
     let svgs = dom.matches("<svg").count();
     let said: usize = dom
         .split("name=\"silt-plots\" content=\"")

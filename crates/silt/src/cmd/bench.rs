@@ -231,6 +231,9 @@ fn print_summary(o: &silt_bench::BenchOutcome) {
     for (s, e) in &o.skipped {
         println!("left out {s}: {e} events (below --min-events)");
     }
+    if let Some(note) = silt_bench::report::small_schema_note(&aggs) {
+        println!("note: {note}");
+    }
     println!(
         "results: {}\nreport:  {} ({} plots)",
         o.csv.display(),
