@@ -2,7 +2,10 @@
 //! defaults otherwise), via `bench/baselines.py`.
 //!
 //! Each table's rows, as silt's writer got them (sorted by time), are exported once as an
-//! uncompressed Arrow IPC file; the script loads it untimed and times only the Parquet write.
+//! uncompressed Arrow IPC file; the script loads it untimed and times only the Parquet write,
+//! `--repetitions` times per tool (median kept, as for silt). The run calls it for each table
+//! right after silt's own Parquet zstd:1 writes of that table, so that silt and the baselines
+//! are timed minutes apart at most on a shared machine, not a whole matrix apart.
 //! The script is compiled into the binary (`include_str!`) and written next to the exports, so
 //! `silt bench --baselines` works from any directory. Python comes from `--python`, else
 //! `scripts/pyenv.sh` (the project's venv with duckdb and pyarrow) when it can be found, else
@@ -31,8 +34,14 @@ pub struct BaselineResult {
     pub output_bytes: u64,
     #[serde(default)]
     pub wall_s: f64,
+    /// Median over the repetitions (as `wall_s`).
     #[serde(default)]
     pub cpu_s: f64,
+    /// Every repetition's CPU seconds (`;`-separated in `baselines.csv`).
+    #[serde(default, serialize_with = "semicolons")]
+    pub cpu_s_each: Vec<f64>,
+    #[serde(default)]
+    pub repetitions: u32,
     #[serde(default)]
     pub version: String,
     #[serde(default)]
@@ -41,6 +50,11 @@ pub struct BaselineResult {
     /// `--keep-files`); not a `baselines.csv` column.
     #[serde(default, skip_serializing)]
     pub file: Option<String>,
+}
+
+fn semicolons<S: serde::Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    let parts: Vec<String> = v.iter().map(|x| format!("{x:.6}")).collect();
+    s.serialize_str(&parts.join(";"))
 }
 
 /// Exports `p`'s sorted rows as an uncompressed Arrow IPC file.
@@ -92,11 +106,13 @@ pub fn find_python(explicit: Option<&Path>) -> Result<PathBuf, String> {
     Err("no python with duckdb and pyarrow (run scripts/pyenv.sh or pass --python)".into())
 }
 
-/// Runs the script over the exported tables: `(schema, ipc path)`.
+/// Runs the script over the exported tables: `(schema, ipc path)`, each tool writing each
+/// table `repetitions` times.
 pub fn run(
     python: &Path,
     dir: &Path,
     tables: &[(String, PathBuf)],
+    repetitions: u32,
 ) -> anyhow::Result<Vec<BaselineResult>> {
     std::fs::create_dir_all(dir)?;
     let script = dir.join("baselines.py");
@@ -108,6 +124,7 @@ pub fn run(
                 "schema": s,
                 "ipc": ipc,
                 "out_dir": dir.join(s),
+                "repetitions": repetitions.max(1),
             })
         })
         .collect();

@@ -1,8 +1,10 @@
 //! The whole benchmark: for each table, prepare (sort once), then for each configuration and
-//! repetition write a file, time it, run the read path, and record a [`Row`]; then the
-//! baselines, `results.csv`, `baselines.csv`, `columns.csv` and the report. Touches only `opts.out`.
+//! repetition write a file, time it, run the read path, and record a [`Row`]; the baselines of a
+//! table run right after silt's Parquet zstd:1 writes of it (or after its last configuration
+//! when that one is not in the matrix). Then `results.csv`, `baselines.csv`, `columns.csv` and
+//! the report. Touches only `opts.out`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use silt_lake::{Codec, StoreKind};
 
@@ -10,7 +12,7 @@ use crate::baselines::{self, BaselineResult};
 use crate::collect::TableData;
 use crate::columns::{self, ColumnSize};
 use crate::matrix::{store_name, BenchConfig, Variant};
-use crate::measure::{prepare, write_file};
+use crate::measure::{prepare, write_file, Prepared};
 use crate::readpath::{run_queries, ReadPlan};
 use crate::report::{self, ReportContext};
 use crate::results::{write_csv, Row};
@@ -92,7 +94,7 @@ pub fn run(
     let mut notes = opts.notes.clone();
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    let mut exports: Vec<(String, PathBuf)> = Vec::new();
+    let mut base: Vec<BaselineResult> = Vec::new();
     let mut columns: Vec<ColumnSize> = Vec::new();
     let python = if opts.baselines {
         match baselines::find_python(opts.python.as_deref()) {
@@ -163,6 +165,7 @@ pub fn run(
             configs.iter().filter(|c| applies(c)).count(),
             opts.repetitions
         ));
+        let mut baselines_done = python.is_none();
         for c in configs.iter().filter(|c| applies(c)) {
             for rep in 0..opts.repetitions.max(1) {
                 let fname = format!(
@@ -257,44 +260,37 @@ pub fn run(
                 ));
                 rows.push(row);
             }
+            if c.is_goal_config() && !baselines_done {
+                if let Some(py) = &python {
+                    run_baselines(
+                        py,
+                        opts,
+                        &name,
+                        &p,
+                        &mut base,
+                        &mut columns,
+                        &mut notes,
+                        log,
+                    )?;
+                }
+                baselines_done = true;
+            }
         }
-        if python.is_some() {
-            let ipc = opts.out.join("baselines").join(format!("{name}.arrow"));
-            baselines::export_ipc(&p, &ipc)?;
-            exports.push((name.clone(), ipc));
+        if let (Some(py), false) = (&python, baselines_done) {
+            run_baselines(
+                py,
+                opts,
+                &name,
+                &p,
+                &mut base,
+                &mut columns,
+                &mut notes,
+                log,
+            )?;
         }
     }
     if !opts.keep_files {
         let _ = std::fs::remove_dir_all(&files_dir);
-    }
-
-    let mut base = Vec::new();
-    if let Some(py) = &python {
-        if !exports.is_empty() {
-            log("baselines: DuckDB and pyarrow writing the same rows (zstd level 1)");
-            match baselines::run(py, &opts.out.join("baselines"), &exports) {
-                Ok(b) => base = b,
-                Err(e) => notes.push(format!("baselines failed: {e:#}")),
-            }
-            for b in base.iter().filter(|b| b.error.is_none()) {
-                let Some(f) = &b.file else { continue };
-                match columns::of_file(&b.schema, &b.tool, std::path::Path::new(f)) {
-                    Ok(c) => columns.extend(c),
-                    Err(e) => notes.push(format!(
-                        "{} on {}: could not read its file's columns: {e:#}",
-                        b.tool, b.schema
-                    )),
-                }
-            }
-            if !opts.keep_files {
-                for (_, ipc) in &exports {
-                    let _ = std::fs::remove_file(ipc);
-                }
-                for (s, _) in &exports {
-                    let _ = std::fs::remove_dir_all(opts.out.join("baselines").join(s));
-                }
-            }
-        }
     }
 
     let csv = opts.out.join("results.csv");
@@ -334,4 +330,69 @@ pub fn run(
         skipped,
         notes,
     })
+}
+
+/// DuckDB and pyarrow writing one table's rows (`bench/baselines.py`): exports them, runs the
+/// script, adds its results and the files' column sizes, and removes the files unless
+/// `--keep-files`. A failing script is a note, not the end of the run.
+#[allow(clippy::too_many_arguments)]
+fn run_baselines(
+    py: &Path,
+    opts: &BenchOptions,
+    name: &str,
+    p: &Prepared,
+    base: &mut Vec<BaselineResult>,
+    columns: &mut Vec<ColumnSize>,
+    notes: &mut Vec<String>,
+    log: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let dir = opts.out.join("baselines");
+    let ipc = dir.join(format!("{name}.arrow"));
+    baselines::export_ipc(p, &ipc)?;
+    let results = baselines::run(
+        py,
+        &dir,
+        &[(name.to_string(), ipc.clone())],
+        opts.repetitions,
+    );
+    if !opts.keep_files {
+        let _ = std::fs::remove_file(&ipc);
+    }
+    let results = match results {
+        Ok(b) => b,
+        Err(e) => {
+            let m = format!("{name}: baselines failed: {e:#}");
+            log(&m);
+            notes.push(m);
+            return Ok(());
+        }
+    };
+    for b in &results {
+        match (&b.error, &b.file) {
+            (Some(e), _) => log(&format!("  baseline {}: error: {e}", b.tool)),
+            (None, Some(f)) => {
+                log(&format!(
+                    "  baseline {} {}: {:.1} B/event, {:.0} ns/event (median of {})",
+                    b.tool,
+                    b.version,
+                    b.output_bytes as f64 / b.rows.max(1) as f64,
+                    b.cpu_s * 1e9 / b.rows.max(1) as f64,
+                    b.repetitions
+                ));
+                match columns::of_file(&b.schema, &b.tool, Path::new(f)) {
+                    Ok(c) => columns.extend(c),
+                    Err(e) => notes.push(format!(
+                        "{} on {}: could not read its file's columns: {e:#}",
+                        b.tool, b.schema
+                    )),
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if !opts.keep_files {
+        let _ = std::fs::remove_dir_all(dir.join(name));
+    }
+    base.extend(results);
+    Ok(())
 }

@@ -1,0 +1,97 @@
+//! Goal 3's baselines for real: DuckDB and pyarrow (from the project's venv, `scripts/pyenv.sh`,
+//! which installs them from PyPI on first use) write a small generated table `--repetitions`
+//! times; the results must hold the median of the repetitions, the same rows as silt's table,
+//! and the size of the file each tool left; `baselines.csv` must list every repetition. Skips
+//! with a message when no Python with duckdb and pyarrow can be had.
+
+use std::path::Path;
+
+use silt_bench::matrix::{self, CodecSpec};
+use silt_bench::{BenchOptions, BoundedCollect};
+use silt_core::SourceInfo;
+use silt_lake::StoreKind;
+
+#[test]
+fn baselines_repeat_and_keep_the_median() {
+    let py = match silt_bench::baselines::find_python(None) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let zr = silt_gen::generate_zeek(
+        &logs,
+        3000,
+        &silt_gen::GenOptions {
+            logs: Some(vec!["conn".into()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut c = BoundedCollect::new(1_000_000);
+    for f in &zr.files {
+        let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
+        silt_readers::read(
+            silt_readers::Format::Zeek,
+            &mut r,
+            &SourceInfo::from_path(&f.path),
+            &Default::default(),
+            &mut c,
+        )
+        .unwrap();
+    }
+    let (configs, _) = matrix::build(
+        &[StoreKind::Parquet],
+        &[CodecSpec::parse("zstd:1").unwrap()],
+        &[32 << 20],
+    );
+    let out = dir.path().join("report");
+    let o = silt_bench::run(
+        c.finish(true).unwrap().tables,
+        &BenchOptions {
+            out: out.clone(),
+            configs,
+            repetitions: 3,
+            reads: false,
+            variants: false,
+            baselines: true,
+            python: Some(py),
+            keep_files: true,
+            source: "generated test data".into(),
+            ..Default::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+
+    let events = o.rows[0].events;
+    let mut tools: Vec<&str> = o.baselines.iter().map(|b| b.tool.as_str()).collect();
+    tools.sort();
+    assert_eq!(tools, ["duckdb", "pyarrow"], "{:#?}", o.baselines);
+    for b in &o.baselines {
+        assert_eq!(b.error, None);
+        assert_eq!(b.schema, "zeek.conn");
+        assert_eq!(b.rows, events, "{} wrote silt's rows", b.tool);
+        assert_eq!(b.repetitions, 3);
+        assert_eq!(b.cpu_s_each.len(), 3);
+        let mut each = b.cpu_s_each.clone();
+        each.sort_by(f64::total_cmp);
+        assert_eq!(b.cpu_s, each[1], "{}: the median of {each:?}", b.tool);
+        let file = b.file.as_deref().expect("the file the tool wrote");
+        assert_eq!(
+            std::fs::metadata(file).unwrap().len(),
+            b.output_bytes,
+            "{file}"
+        );
+        assert!(Path::new(file).starts_with(out.join("baselines").join("zeek.conn")));
+    }
+    let csv = std::fs::read_to_string(out.join("baselines.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "cpu_s_each").unwrap();
+    for line in csv.lines().skip(1) {
+        assert_eq!(line.split(',').nth(col).unwrap().split(';').count(), 3);
+    }
+}
