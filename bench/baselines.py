@@ -7,8 +7,8 @@ Input: a JSON manifest on the command line, a list of {"schema", "ipc", "out_dir
 writer got, in the same order). Loading it is NOT timed: pyarrow reads it into a Table and DuckDB
 copies that into a native table first; only the Parquet write is timed (wall with perf_counter,
 CPU with process_time, which covers DuckDB's worker threads too since they run in this process).
-Each tool writes the file "repetitions" times (as silt does), and the median wall and CPU time
-are kept, with every repetition's CPU time in "cpu_s_each".
+Each tool writes the file once untimed (warm-up), then "repetitions" times (as silt does), and
+the median wall and CPU time are kept, with every timed repetition's CPU time in "cpu_s_each".
 
 Output (stdout): a JSON list of {"schema", "tool", "rows", "output_bytes", "wall_s", "cpu_s",
 "cpu_s_each", "repetitions", "version"}; errors per tool are reported as {"schema", "tool",
@@ -28,8 +28,12 @@ def measure(fn):
 
 
 def repeat(fn, path, n):
-    """Runs the write `n` times (the previous file removed first, untimed); returns the median
-    wall and CPU seconds, every repetition's CPU seconds, and the last file's size."""
+    """Runs the write once untimed (a warm-up: silt's zstd:1 write of a table follows its writes
+    of other configurations in the same process, and a first write in a fresh process pays for
+    growing the heap), then `n` times timed (the previous file removed first, untimed); returns
+    the median wall and CPU seconds, every timed repetition's CPU seconds, and the last file's
+    size."""
+    fn()
     walls, cpus = [], []
     for _ in range(max(1, n)):
         if os.path.exists(path):
