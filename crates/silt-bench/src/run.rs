@@ -158,15 +158,20 @@ pub fn run(
         let input_bytes = t.input_bytes();
         // The by-host variant needs a source address column.
         let applies = |c: &BenchConfig| c.variant != Variant::ByHost || p.host_column().is_some();
+        let applicable: Vec<&BenchConfig> = configs.iter().filter(|c| applies(c)).collect();
         log(&format!(
             "{name}: {} events, {} Arrow bytes, {} configurations × {} repetitions",
             t.events,
             arrow_bytes,
-            configs.iter().filter(|c| applies(c)).count(),
+            applicable.len(),
             opts.repetitions
         ));
-        let mut baselines_done = python.is_none();
-        for c in configs.iter().filter(|c| applies(c)) {
+        // The baselines run right after silt's own zstd:1 writes, else after the last one.
+        let baselines_after = applicable
+            .iter()
+            .position(|c| c.is_goal_config())
+            .unwrap_or(applicable.len().saturating_sub(1));
+        for (ci, c) in applicable.into_iter().enumerate() {
             for rep in 0..opts.repetitions.max(1) {
                 let fname = format!(
                     "{}-r{rep}.{}",
@@ -260,33 +265,18 @@ pub fn run(
                 ));
                 rows.push(row);
             }
-            if c.is_goal_config() && !baselines_done {
-                if let Some(py) = &python {
-                    run_baselines(
-                        py,
-                        opts,
-                        &name,
-                        &p,
-                        &mut base,
-                        &mut columns,
-                        &mut notes,
-                        log,
-                    )?;
-                }
-                baselines_done = true;
+            if let (Some(py), true) = (&python, ci == baselines_after) {
+                run_baselines(
+                    py,
+                    opts,
+                    &name,
+                    &p,
+                    &mut base,
+                    &mut columns,
+                    &mut notes,
+                    log,
+                )?;
             }
-        }
-        if let (Some(py), false) = (&python, baselines_done) {
-            run_baselines(
-                py,
-                opts,
-                &name,
-                &p,
-                &mut base,
-                &mut columns,
-                &mut notes,
-                log,
-            )?;
         }
     }
     if !opts.keep_files {
