@@ -3,9 +3,10 @@
 //!
 //! Each table's rows, as silt's writer got them (sorted by time), are exported once as an
 //! uncompressed Arrow IPC file; the script loads it untimed and times only the Parquet write,
-//! after one untimed warm-up write, `--repetitions` times per tool (median kept, as for silt). The run calls it for each table
-//! right after silt's own Parquet zstd:1 writes of that table, so that silt and the baselines
-//! are timed minutes apart at most on a shared machine, not a whole matrix apart.
+//! after one untimed warm-up write, `--repetitions` times per tool (median kept, as for silt).
+//! The run calls it for each table right after silt's own Parquet zstd:1 writes of that table,
+//! so that on a shared machine silt and the baselines are timed close together, not a whole
+//! matrix apart.
 //! The script is compiled into the binary (`include_str!`) and written next to the exports, so
 //! `silt bench --baselines` works from any directory. Python comes from `--python`, else
 //! `scripts/pyenv.sh` (the project's venv with duckdb and pyarrow) when it can be found, else
