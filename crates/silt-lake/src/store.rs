@@ -618,9 +618,9 @@ fn smallest_text_encoding(
     Ok(best.0)
 }
 
-/// Text leaves (through structs; list elements are left alone) whose values come in no order, so
-/// that any run of rows spans most of the range of values: min/max statistics of its pages and
-/// row groups could prune nothing.
+/// Text (Utf8) leaves (through structs; list elements are left alone) whose values come in no
+/// order, so that any run of rows spans most of the range of values: min/max statistics of its
+/// pages and row groups could prune nothing.
 ///
 /// Judged on the first [`ORDER_SAMPLE`] values: split into runs of [`ORDER_RUN`] rows, each run's
 /// min and max are placed among the sample's distinct values, sorted; the leaf is unordered when
