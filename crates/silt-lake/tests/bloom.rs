@@ -8,6 +8,8 @@
 //! same rows written by `ArrowWriter` with bloom filters on the same columns, at the same size and
 //! probability, cut into the same row groups. Every row group's filter must have the same bytes.
 
+mod common;
+
 use std::io::BufWriter;
 use std::sync::Arc;
 
@@ -164,13 +166,7 @@ fn lookup_column_filters_are_parquet_rs_filters_bit_for_bit() {
         ..WriterConfig::default()
     };
     let path = dir.path().join("silt.parquet");
-    let out = BufWriter::new(std::fs::File::create(&path).unwrap());
-    let mut sink =
-        silt_lake::store::open(&cfg, &schema, &[], N, &all.slice(0, BATCH), out).unwrap();
-    for off in (0..N).step_by(BATCH) {
-        sink.write(&all.slice(off, BATCH)).unwrap();
-    }
-    drop(sink.finish().unwrap());
+    common::write_in_batches(&cfg, &all, BATCH, &path);
     let (rows, ours) = filters(&path);
     assert!(rows.len() >= 3, "several row groups: {rows:?}");
 

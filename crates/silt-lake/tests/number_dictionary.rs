@@ -15,7 +15,8 @@
 //! with and without a dictionary; silt's chunk must be no larger than the smaller of the two
 //! (plus 2 %, for the page statistics silt writes).
 
-use std::io::BufWriter;
+mod common;
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Decimal128Array, UInt64Array};
@@ -142,13 +143,7 @@ fn number_dictionaries_only_where_they_fit_the_file() {
         ..WriterConfig::default()
     };
     let path = dir.path().join("silt.parquet");
-    let first = all.slice(0, BATCH);
-    let out = BufWriter::new(std::fs::File::create(&path).unwrap());
-    let mut sink = silt_lake::store::open(&cfg, &schema, &[], N, &first, out).unwrap();
-    for off in (0..N).step_by(BATCH) {
-        sink.write(&all.slice(off, BATCH)).unwrap();
-    }
-    drop(sink.finish().unwrap());
+    common::write_in_batches(&cfg, &all, BATCH, &path);
 
     let got = chunks(&path);
     let dict = |e: &[Encoding]| {

@@ -14,7 +14,8 @@
 //!
 //! Whatever the statistics, every value must read back unchanged.
 
-use std::io::BufWriter;
+mod common;
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, StringArray, StructArray};
@@ -94,13 +95,7 @@ fn unordered_text_has_no_min_max_and_reads_back_unchanged() {
         ..WriterConfig::default()
     };
     let path = dir.path().join("silt.parquet");
-    let out = BufWriter::new(std::fs::File::create(&path).unwrap());
-    let mut sink =
-        silt_lake::store::open(&cfg, &schema, &[], N, &all.slice(0, BATCH), out).unwrap();
-    for off in (0..N).step_by(BATCH) {
-        sink.write(&all.slice(off, BATCH)).unwrap();
-    }
-    drop(sink.finish().unwrap());
+    common::write_in_batches(&cfg, &all, BATCH, &path);
 
     let r = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
     let md = r.metadata();
