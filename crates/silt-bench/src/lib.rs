@@ -15,6 +15,7 @@
 //! - [`results`]: `results.csv` rows;
 //! - [`baselines`]: DuckDB/pyarrow through `bench/baselines.py` (goal 3);
 //! - [`columns`]: per-column sizes of the goal-3 files (`columns.csv`);
+//! - [`entropy`]: what the goal-3 rows' values cost, column by column (an order-0 estimate);
 //! - [`report`]: plots (plotters, SVG) and `index.html`;
 //! - [`run`]: the whole benchmark.
 //!
@@ -24,6 +25,7 @@ pub mod baselines;
 pub mod collect;
 pub mod columns;
 pub mod cpu;
+pub mod entropy;
 pub mod matrix;
 pub mod measure;
 pub mod readpath;

@@ -1221,6 +1221,9 @@ pub struct GoalSummary {
 /// The goal's condition: generated data with at least this many events per schema.
 pub const GOAL_MIN_EVENTS: u64 = 1_000_000;
 
+/// The goal: silt's ratio vs original at least this many times each baseline's.
+pub const GOAL_RATIO: f64 = 1.25;
+
 /// Summarises goal 3 per tool over the schemas where input bytes are known, silt wrote zstd:1
 /// and there are at least [`GOAL_MIN_EVENTS`] events (or over all such schemas, not judged, when
 /// none is that large).
@@ -1311,7 +1314,7 @@ impl std::fmt::Display for GoalSummary {
             self.silt_ratio / self.tool_ratio.max(1e-9),
             self.median_rel,
             self.min_rel,
-            match (self.qualified, self.silt_ratio / self.tool_ratio.max(1e-9) >= 1.25) {
+            match (self.qualified, self.silt_ratio / self.tool_ratio.max(1e-9) >= GOAL_RATIO) {
                 (false, _) => "not judged",
                 (true, true) => "met",
                 (true, false) => "missed",
@@ -1333,7 +1336,11 @@ impl std::fmt::Display for GoalSummary {
 /// [`GOAL_MIN_EVENTS`] events when any has), silt's, DuckDB's and pyarrow's bytes per event
 /// column by column, silt's encodings, and what a file made of the smallest choice per column
 /// would weigh.
+/// What the note under the per-column heading says about the estimate's column, when there is one.
+const ESTIMATE_NOTE: &str = " The \"{writer}\" column is what the values themselves cost a coder that sees one column at a time in this order: the cheapest of a dictionary model (the entropy of the values' frequencies, plus the distinct values once, zstd level {level}), the values in order compressed (for columns with many distinct values), and the entropy of successive differences (integers and times), each with what nulls and list lengths cost. It is an estimate, not a bound (a writer can beat it on values that come in runs or repeat close together; the summary line names such columns), but on values that do not, no column-wise writer gets much below it; the summary line compares its total with the size the goal needs.";
+
 fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
+    let has_estimate = columns.iter().any(|c| c.writer == crate::entropy::WRITER);
     let mut schemas: Vec<(&str, u64)> = Vec::new();
     for c in columns {
         if schemas.iter().any(|s| s.0 == c.schema) {
@@ -1361,9 +1368,18 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
         h,
         "<h2>Where the bytes go, column by column (Parquet, zstd level 1)</h2>"
     );
-    let _ = writeln!(h, "<p class=\"note\">Compressed bytes of each column's chunks per event, from the footers of the files compared above{}. \"best of\" adds, for every column and for the rest of the file, the smallest of the writers: what taking the best of what these writers did, column by column, on these rows in this order, would give. It is not a hard floor (an encoding none of them used can do better on a column), but columns whose figures agree across writers are at what their values cost (random ids, hashes).</p>", if any_large { format!(" (schemas with at least {GOAL_MIN_EVENTS} events)") } else { String::new() });
+    let _ = writeln!(h, "<p class=\"note\">Compressed bytes of each column's chunks per event, from the footers of the files compared above{}. \"best of\" adds, for every column and for the rest of the file, the smallest of the writers: what taking the best of what these writers did, column by column, on these rows in this order, would give. It is not a hard floor (an encoding none of them used can do better on a column), but columns whose figures agree across writers are at what their values cost (random ids, hashes).{}</p>", if any_large { format!(" (schemas with at least {GOAL_MIN_EVENTS} events)") } else { String::new() }, if has_estimate { ESTIMATE_NOTE.replace("{writer}", crate::entropy::WRITER).replace("{level}", &crate::entropy::ZSTD_LEVEL.to_string()) } else { String::new() });
     for (i, (schema, events)) in schemas.iter().enumerate() {
-        let mine: Vec<&ColumnSize> = columns.iter().filter(|c| c.schema == *schema).collect();
+        let mine: Vec<&ColumnSize> = columns
+            .iter()
+            .filter(|c| c.schema == *schema && c.writer != crate::entropy::WRITER)
+            .collect();
+        let estimate: Vec<&ColumnSize> = columns
+            .iter()
+            .filter(|c| c.schema == *schema && c.writer == crate::entropy::WRITER)
+            .collect();
+        let est_total: Option<f64> =
+            (!estimate.is_empty()).then(|| estimate.iter().map(|c| c.bytes_per_event).sum());
         let sbs = side_by_side(&mine);
         let totals: Vec<f64> = (0..sbs.writers.len())
             .map(|w| sbs.rows.iter().filter_map(|r| r.2[w]).sum())
@@ -1383,6 +1399,37 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
             summary.push_str(&format!("; best of: {b:.1}"));
             for (w, t) in sbs.writers.iter().zip(&totals).skip(1) {
                 summary.push_str(&format!(" ({:.2}x {w}'s ratio)", t / b.max(1e-9)));
+            }
+        }
+        if let Some(e) = est_total {
+            summary.push_str(&format!("; {}: {e:.1}", crate::entropy::WRITER));
+            let needs: Vec<String> = sbs
+                .writers
+                .iter()
+                .zip(&totals)
+                .skip(1)
+                .map(|(w, t)| format!("{:.1} against {w}", t / GOAL_RATIO))
+                .collect();
+            if !needs.is_empty() {
+                summary.push_str(&format!(
+                    " (the goal's {GOAL_RATIO}x needs at most {})",
+                    needs.join(" and ")
+                ));
+            }
+            // Columns some writer got below the estimate (by more than rounding).
+            let below: Vec<&str> = sbs
+                .rows
+                .iter()
+                .filter(|(col, _, vals)| {
+                    let best = vals.iter().flatten().copied().fold(f64::MAX, f64::min);
+                    estimate
+                        .iter()
+                        .any(|e| &e.column == col && best < e.bytes_per_event - 0.005)
+                })
+                .map(|r| r.0.as_str())
+                .collect();
+            if !below.is_empty() {
+                summary.push_str(&format!("; a writer is below it on {}", below.join(", ")));
             }
         }
         // The three largest columns of silt's file and how far apart the writers are on them.
@@ -1415,14 +1462,19 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
             .collect();
         let _ = writeln!(
             h,
-            "<details{}><summary>{}</summary><p>Largest columns: {}.</p><table><tr><th>column</th><th>silt's encodings</th>{}<th>smallest</th></tr>",
+            "<details{}><summary>{}</summary><p>Largest columns: {}.</p><table><tr><th>column</th><th>silt's encodings</th>{}<th>smallest</th>{}</tr>",
             if i == 0 { " open" } else { "" },
             esc(&summary),
             esc(&top.join("; ")),
             sbs.writers
                 .iter()
                 .map(|w| format!("<th>{} B/event</th>", esc(w)))
-                .collect::<String>()
+                .collect::<String>(),
+            if est_total.is_some() {
+                format!("<th>{} B/event (model)</th>", crate::entropy::WRITER)
+            } else {
+                String::new()
+            }
         );
         for (col, enc, vals) in &sbs.rows {
             let smallest = vals
@@ -1431,9 +1483,16 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
                 .filter_map(|(i, v)| v.map(|v| (i, v)))
                 .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal))
                 .map_or(String::new(), |(i, _)| sbs.writers[i].clone());
+            let est_cell = match (est_total, estimate.iter().find(|e| &e.column == col)) {
+                (None, _) => String::new(),
+                (Some(_), Some(e)) => {
+                    format!("<td>{:.2} ({})</td>", e.bytes_per_event, esc(&e.encodings))
+                }
+                (Some(_), None) => "<td>–</td>".into(),
+            };
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td>{}<td>{}</td>{est_cell}</tr>",
                 esc(col),
                 esc(enc),
                 vals.iter()
@@ -1444,13 +1503,14 @@ fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
         }
         let _ = writeln!(
             h,
-            "<tr><th>total</th><th></th>{}<th>{}</th></tr></table></details>",
+            "<tr><th>total</th><th></th>{}<th>{}</th>{}</tr></table></details>",
             totals
                 .iter()
                 .map(|t| format!("<th>{t:.2}</th>"))
                 .collect::<String>(),
             sbs.best_of
-                .map_or("–".into(), |b| format!("best of {b:.2}"))
+                .map_or("–".into(), |b| format!("best of {b:.2}")),
+            est_total.map_or(String::new(), |e| format!("<th>{e:.2}</th>"))
         );
     }
 }

@@ -12,6 +12,7 @@ use silt_lake::{Codec, StoreKind};
 use crate::baselines::{self, BaselineResult};
 use crate::collect::TableData;
 use crate::columns::{self, ColumnSize};
+use crate::entropy;
 use crate::matrix::{store_name, BenchConfig, Variant};
 use crate::measure::{prepare, write_file, Prepared};
 use crate::readpath::{run_queries, ReadPlan};
@@ -172,6 +173,19 @@ pub fn run(
             .iter()
             .position(|c| c.is_goal_config())
             .unwrap_or(applicable.len().saturating_sub(1));
+        // With the baselines, what the values cost, next to the goal-3 files' columns; before
+        // the warm-up, so that its allocations are not what the first timed write pays for.
+        if opts.baselines && applicable.iter().any(|c| c.is_goal_config()) {
+            let started = std::time::Instant::now();
+            let est = entropy::column_sizes(&name, &p.sorted, t.events)?;
+            log(&format!(
+                "{name}: {} of the values {:.1} B/event ({:.1} s)",
+                entropy::WRITER,
+                est.iter().map(|c| c.bytes_per_event).sum::<f64>(),
+                started.elapsed().as_secs_f64()
+            ));
+            columns.extend(est);
+        }
         // One untimed write first, as the baselines get (bench/baselines.py): the first write of
         // a table in this process pays for faulting in fresh heap pages, which a user's
         // long-running import pays once (goal-alone runs, zstd:1 the only configuration: the

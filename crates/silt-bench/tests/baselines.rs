@@ -117,4 +117,31 @@ fn baselines_repeat_and_keep_the_median() {
     for line in csv.lines().skip(1) {
         assert_eq!(line.split(',').nth(col).unwrap().split(';').count(), 3);
     }
+
+    // With the baselines, columns.csv also holds the order-0 estimate of the same rows: one row
+    // per leaf of silt's file, the same names, and less in total than any writer's file.
+    let cols: Vec<silt_bench::columns::ColumnSize> =
+        csv::Reader::from_path(out.join("columns.csv"))
+            .unwrap()
+            .deserialize()
+            .map(|r| r.unwrap())
+            .collect();
+    let names = |w: &str| -> Vec<String> {
+        cols.iter()
+            .filter(|c| c.writer == w && c.column != silt_bench::columns::OVERHEAD)
+            .map(|c| c.column.clone())
+            .collect()
+    };
+    let est = silt_bench::entropy::WRITER;
+    assert_eq!(names(est), names("silt"));
+    let total = |w: &str| -> u64 { cols.iter().filter(|c| c.writer == w).map(|c| c.bytes).sum() };
+    for w in ["silt", "duckdb", "pyarrow"] {
+        assert!(total(est) < total(w), "{w}: {} vs {}", total(w), total(est));
+    }
+    assert!(cols
+        .iter()
+        .filter(|c| c.writer == est)
+        .all(|c| ["dictionary", "plain", "delta"].contains(&c.encodings.as_str())));
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains(&format!("{est}: ")), "summary line");
 }
