@@ -1332,13 +1332,13 @@ impl std::fmt::Display for GoalSummary {
     }
 }
 
-/// The per-column section: for each schema goal 3 compares (the largest first; those with
-/// [`GOAL_MIN_EVENTS`] events when any has), silt's, DuckDB's and pyarrow's bytes per event
-/// column by column, silt's encodings, and what a file made of the smallest choice per column
-/// would weigh.
 /// What the note under the per-column heading says about the estimate's column, when there is one.
 const ESTIMATE_NOTE: &str = " The \"{writer}\" column is what the values themselves cost a coder that sees one column at a time in this order: the cheapest of a dictionary model (the entropy of the values' frequencies, plus the distinct values once, zstd level {level}), the values in order compressed (for columns with many distinct values), and the entropy of successive differences (integers and times), each with what nulls and list lengths cost. It is an estimate, not a bound (a writer can beat it on values that come in runs or repeat close together; the summary line names such columns), but on values that do not, no column-wise writer gets much below it; the summary line compares its total with the size the goal needs.";
 
+/// The per-column section: for each schema goal 3 compares (the largest first; those with
+/// [`GOAL_MIN_EVENTS`] events when any has), silt's, DuckDB's and pyarrow's bytes per event
+/// column by column, silt's encodings, what a file made of the smallest choice per column
+/// would weigh and, when the run has it, the order-0 estimate of the values next to them.
 fn column_section(h: &mut String, aggs: &[Agg], columns: &[ColumnSize]) {
     let has_estimate = columns.iter().any(|c| c.writer == crate::entropy::WRITER);
     let mut schemas: Vec<(&str, u64)> = Vec::new();
