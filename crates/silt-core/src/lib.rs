@@ -5,16 +5,26 @@
 //! - [`Emit`]: where a reader sends its [`arrow::record_batch::RecordBatch`]es and its [`Reject`]s;
 //! - [`schema`]: unifying two schemas and conforming a batch to a unified schema;
 //! - [`time`] and [`addr`]: exact parsing of timestamps and canonical IP address text;
-//! - [`meta`]: the schema metadata keys readers set and the lake writer reads.
+//! - [`meta`]: the schema metadata keys readers set and the lake writer reads;
+//! - [`decode`]: the [`Decoder`] contract every format implements (fed in pieces or read whole),
+//!   and the line framer the line-based formats share;
+//! - [`format`]: [`FormatSpec`], what each format declares for the one format registry;
+//! - [`transform`]: [`Transform`], a step between decoder and sink (`--parse-field`).
 //!
 //! This crate depends on nothing of silt's own and does no I/O besides what a caller hands it.
 
 pub mod addr;
+pub mod decode;
 pub mod emit;
+pub mod format;
 pub mod meta;
 pub mod schema;
 pub mod table;
 pub mod time;
+pub mod transform;
 
+pub use decode::Decoder;
 pub use emit::{CollectEmit, Emit, ReadOptions, Reject, SourceInfo};
+pub use format::{FormatOptions, FormatSpec, Probe};
 pub use table::TableName;
+pub use transform::Transform;
