@@ -9,7 +9,8 @@
 //! - [`decode`]: the [`Decoder`] contract every format implements (fed in pieces or read whole),
 //!   and the line framer the line-based formats share;
 //! - [`format`]: [`FormatSpec`], what each format declares for the one format registry;
-//! - [`transform`]: [`Transform`], a step between decoder and sink (`--parse-field`).
+//! - [`transform`]: [`Transform`], a step between decoder and sink (`--parse-field`);
+//! - [`sink`]: [`Sink`], the end of a pipeline, which can commit what it received.
 //!
 //! This crate depends on nothing of silt's own and does no I/O besides what a caller hands it.
 
@@ -19,6 +20,7 @@ pub mod emit;
 pub mod format;
 pub mod meta;
 pub mod schema;
+pub mod sink;
 pub mod table;
 pub mod time;
 pub mod transform;
@@ -26,5 +28,6 @@ pub mod transform;
 pub use decode::Decoder;
 pub use emit::{CollectEmit, Emit, ReadOptions, Reject, SourceInfo};
 pub use format::{FormatOptions, FormatSpec, Probe};
+pub use sink::Sink;
 pub use table::TableName;
 pub use transform::Transform;

@@ -1,5 +1,6 @@
-//! What a lake holds: tables (directories named `module.type`) and their data files, with rows,
-//! bytes and time range read from the files themselves (Parquet footers; Feather files are read).
+//! What a lake holds: tables and their data files (listed by [`crate::layout`], the rules every
+//! command shares), with rows, bytes and time range read from the files themselves (Parquet
+//! footers; Feather files are read).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -13,13 +14,7 @@ use silt_core::TableName;
 
 use crate::config::StoreKind;
 
-/// One data file of a table.
-#[derive(Debug, Clone)]
-pub struct DataFile {
-    pub path: PathBuf,
-    pub bytes: u64,
-    pub store: StoreKind,
-}
+pub use crate::layout::{data_files, tables, DataFile};
 
 /// A table's figures.
 #[derive(Debug, Clone)]
@@ -34,65 +29,6 @@ pub struct TableInfo {
     /// Earliest and latest event time, UTC microseconds.
     pub first_ts: Option<i64>,
     pub last_ts: Option<i64>,
-}
-
-/// The tables of a lake, sorted by name.
-pub fn tables(lake: &Path) -> anyhow::Result<Vec<TableName>> {
-    let mut out = Vec::new();
-    let rd = std::fs::read_dir(lake).with_context(|| {
-        format!(
-            "cannot read lake {}: is it a silt lake directory?",
-            lake.display()
-        )
-    })?;
-    for e in rd {
-        let e = e?;
-        if !e.file_type()?.is_dir() {
-            continue;
-        }
-        if let Some(t) = TableName::parse(&e.file_name().to_string_lossy()) {
-            out.push(t);
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// Published data files below a table directory (hidden and in-progress files excluded), sorted.
-pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
-    fn walk(d: &Path, out: &mut Vec<DataFile>) -> anyhow::Result<()> {
-        for e in std::fs::read_dir(d)? {
-            let e = e?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || name.starts_with('_') {
-                continue;
-            }
-            let ft = e.file_type()?;
-            if ft.is_dir() {
-                walk(&e.path(), out)?;
-            } else {
-                let store = if name.ends_with(".parquet") {
-                    StoreKind::Parquet
-                } else if name.ends_with(".feather") {
-                    StoreKind::Feather
-                } else {
-                    continue;
-                };
-                out.push(DataFile {
-                    path: e.path(),
-                    bytes: e.metadata()?.len(),
-                    store,
-                });
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    if table_dir.is_dir() {
-        walk(table_dir, &mut out)?;
-    }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
 }
 
 /// Rows, files, bytes and time range of one table.

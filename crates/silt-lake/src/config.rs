@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 /// File format of the lake's files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StoreKind {
     Parquet,
     /// Arrow IPC file format (Feather v2).
@@ -16,6 +16,16 @@ impl StoreKind {
         match self {
             StoreKind::Parquet => "parquet",
             StoreKind::Feather => "feather",
+        }
+    }
+
+    /// The store a data file's name says: `.parquet`, or `.feather`/`.arrow`/`.ipc` (Arrow IPC
+    /// files as other tools name them); `None` for any other file.
+    pub fn from_path(p: &std::path::Path) -> Option<Self> {
+        match p.extension()?.to_str()? {
+            "parquet" => Some(StoreKind::Parquet),
+            "feather" | "arrow" | "ipc" => Some(StoreKind::Feather),
+            _ => None,
         }
     }
 }

@@ -1,11 +1,30 @@
-//! Where files go: partition directories from event time, unique file names, temp names.
+//! The lake's layout, the one place that says where files go and which files a reader sees.
+//! Every command lists a lake through this module (`silt tables`, `silt ddl`, `silt bench`
+//! through [`crate::catalog`]; `silt query` through `silt_query::lake`), so all of them see the
+//! same files.
 //!
-//! `dt=YYYY-MM-DD/hour=HH/` (Hive style, understood by DuckDB, Spark, Trino, Athena), with rows
-//! whose time is null under `__HIVE_DEFAULT_PARTITION__`, Hive's name for a null partition value.
+//! - A **table** is a directory directly under the lake whose name is a canonical
+//!   `module.type` ([`TableName::parse`]); anything else (`_rejects`, hidden directories, stray
+//!   files) is not a table ([`tables`]).
+//! - Its **data files** ([`data_files`]) are `*.parquet` and `*.feather` (also `*.arrow` and
+//!   `*.ipc`, as other tools name Arrow IPC files) anywhere below the table directory. Names
+//!   starting with `.` (the writer's in-progress files) or `_` (Hive/Spark markers such as
+//!   `_SUCCESS`, `_temporary/`, a `_delta_log/`) are never data, for files and directories alike.
+//! - **Partitions** are `dt=YYYY-MM-DD/hour=HH/` directories (Hive style, understood by DuckDB,
+//!   Spark, Trino, Athena), `dt=` alone for day partitioning, or none; rows whose time is null go
+//!   under `__HIVE_DEFAULT_PARTITION__`, Hive's name for a null partition value
+//!   ([`partition_of`] reads a path back).
+//! - New files get unique names ([`unique_file_name`]) and are written under a hidden temporary
+//!   name first ([`temp_path`]).
+//!
+//! Touches nothing: it lists directories and builds paths.
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Partitioning;
+use anyhow::Context;
+use silt_core::TableName;
+
+use crate::config::{Partitioning, StoreKind};
 
 /// Hive's directory value for a null partition key.
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -72,13 +91,144 @@ pub fn temp_path(final_path: &Path) -> PathBuf {
     final_path.with_file_name(format!(".{name}{IN_PROGRESS_SUFFIX}"))
 }
 
+/// Names that are never tables or data: hidden (`.`, in-progress files) or markers (`_`).
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+/// The tables of a lake, sorted by name.
+pub fn tables(root: &Path) -> anyhow::Result<Vec<TableName>> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(root).with_context(|| {
+        format!(
+            "cannot read lake {}: is it a silt lake directory?",
+            root.display()
+        )
+    })?;
+    for e in rd {
+        let e = e.with_context(|| format!("cannot list lake {}", root.display()))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_hidden(name) || !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        if let Some(t) = TableName::parse(name) {
+            out.push(t);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// One data file of a table.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub store: StoreKind,
+}
+
+/// The data files below a table directory (see the module documentation), sorted by path; an
+/// empty list when the directory does not exist.
+pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
+    fn walk(d: &Path, out: &mut Vec<DataFile>) -> anyhow::Result<()> {
+        let rd = std::fs::read_dir(d).with_context(|| format!("cannot list {}", d.display()))?;
+        for e in rd {
+            let e = e.with_context(|| format!("cannot list {}", d.display()))?;
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_hidden(name) {
+                continue;
+            }
+            let p = e.path();
+            let ft = e
+                .file_type()
+                .with_context(|| format!("cannot stat {}", p.display()))?;
+            if ft.is_dir() {
+                walk(&p, out)?;
+            } else if let Some(store) = StoreKind::from_path(&p) {
+                // A file removed between listing and stat (a concurrent compaction) is not data.
+                let Ok(md) = e.metadata() else { continue };
+                out.push(DataFile {
+                    path: p,
+                    bytes: md.len(),
+                    store,
+                });
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    if table_dir.is_dir() {
+        walk(table_dir, &mut out)?;
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The partition values a file's path holds below its table directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionValues {
+    /// `dt=` as days since the Unix epoch (`None` without a `dt=` directory or for the null
+    /// partition).
+    pub dt: Option<i32>,
+    /// `hour=` (0..=23).
+    pub hour: Option<i32>,
+    /// The file is under `__HIVE_DEFAULT_PARTITION__`: its rows' times are null.
+    pub null: bool,
+}
+
+/// Partition values from the `key=value` directories of `path` below `table_dir`.
+pub fn partition_of(table_dir: &Path, path: &Path) -> PartitionValues {
+    let rel = path.strip_prefix(table_dir).unwrap_or(path);
+    let mut v = PartitionValues::default();
+    let comps: Vec<_> = rel.components().collect();
+    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+        let Some(s) = c.as_os_str().to_str() else {
+            continue;
+        };
+        if let Some(x) = s.strip_prefix("dt=") {
+            if x == NULL_PARTITION {
+                v.null = true;
+            } else {
+                v.dt = parse_date(x);
+            }
+        } else if let Some(x) = s.strip_prefix("hour=") {
+            if x == NULL_PARTITION {
+                v.null = true;
+            } else {
+                v.hour = x.parse::<i32>().ok().filter(|h| (0..24).contains(h));
+            }
+        }
+    }
+    if v.null {
+        v.dt = None;
+        v.hour = None;
+    }
+    v
+}
+
+/// Days since the epoch of `YYYY-MM-DD`; `None` for anything else (also `2018-02-30`).
+pub fn parse_date(s: &str) -> Option<i32> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let y: i64 = s[0..4].parse().ok()?;
+    let m: i64 = s[5..7].parse().ok()?;
+    let d: i64 = s[8..10].parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let days = silt_core::time::days_from_civil(y, m, d);
+    let (y2, m2, d2) = silt_core::time::civil_from_days(days);
+    (y2 == y && m2 as i64 == m && d2 as i64 == d).then_some(days as i32)
+}
+
 /// The partitioning an existing table directory uses, judged from its first data file; `None`
 /// when the table has no files yet.
 pub fn existing_partitioning(table_dir: &Path) -> Option<Partitioning> {
-    let file = crate::catalog::data_files(table_dir)
-        .ok()?
-        .into_iter()
-        .next()?;
+    let file = data_files(table_dir).ok()?.into_iter().next()?;
     let rel = file.path.strip_prefix(table_dir).ok()?;
     let parts: Vec<String> = rel
         .parent()
@@ -121,6 +271,72 @@ mod tests {
         assert_eq!(
             PartKey::of(None, Partitioning::None).relative_dir(Partitioning::None),
             PathBuf::new()
+        );
+    }
+
+    #[test]
+    fn partitions_from_paths() {
+        let t = Path::new("/l/zeek.conn");
+        let p = |s: &str| {
+            let v = partition_of(t, &t.join(s));
+            (v.dt, v.hour, v.null)
+        };
+        assert_eq!(
+            p("dt=2018-03-24/hour=17/a.parquet"),
+            (Some(17_614), Some(17), false)
+        );
+        assert_eq!(p("dt=2018-03-24/a.parquet"), (Some(17_614), None, false));
+        assert_eq!(p("a.parquet"), (None, None, false));
+        assert_eq!(
+            p("dt=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__/a.parquet"),
+            (None, None, true)
+        );
+        assert_eq!(parse_date("2018-02-30"), None);
+        assert_eq!(parse_date("1970-01-02"), Some(1));
+    }
+
+    #[test]
+    fn listing_rules() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for f in [
+            "zeek.conn/dt=2018-03-24/hour=17/a.parquet",
+            "zeek.conn/dt=2018-03-24/hour=17/.b.parquet.inprogress",
+            "zeek.conn/dt=2018-03-24/hour=17/_SUCCESS",
+            "zeek.conn/_temporary/c.parquet",
+            "zeek.conn/.hidden/d.parquet",
+            "zeek.conn/e.feather",
+            "zeek.conn/f.arrow",
+            "zeek.conn/g.ipc",
+            "zeek.conn/h.csv",
+            "_rejects/dt=2018-03-24/x.ndjson",
+            "Not.A.Table/a.parquet",
+            ".zeek.dns/a.parquet",
+        ] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"x").unwrap();
+        }
+        assert_eq!(tables(root).unwrap(), vec![TableName::new("zeek", "conn")]);
+        let files: Vec<String> = data_files(&root.join("zeek.conn"))
+            .unwrap()
+            .iter()
+            .map(|f| {
+                f.path
+                    .strip_prefix(root.join("zeek.conn"))
+                    .unwrap()
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                "dt=2018-03-24/hour=17/a.parquet",
+                "e.feather",
+                "f.arrow",
+                "g.ipc"
+            ]
         );
     }
 

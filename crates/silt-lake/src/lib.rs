@@ -6,9 +6,12 @@
 //!   and writes files through a [`store`] format;
 //! - [`publish`]: the one place where a finished file becomes part of a table (temp name, fsync,
 //!   rename); a transaction log (Delta Lake) can later replace it without touching the writer;
+//! - [`store`]: one Parquet or Feather file ([`store::FileSink`], [`store::open`]): the Parquet
+//!   writer properties, the per-column choices made on a file's first batch, the user's encoding
+//!   hints, and the sinks;
 //! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
 //! - `bloom`: the bloom filters of lookup columns, built in address order;
-//! - `compact`: list columns of a sliced batch narrowed to the values its rows use, before
+//! - `narrow`: list columns of a sliced batch narrowed to the values its rows use, before
 //!   parquet-rs encodes them;
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
@@ -21,11 +24,11 @@
 mod background;
 mod bloom;
 pub mod catalog;
-mod compact;
 pub mod config;
 pub mod ddl;
 pub mod inspect;
 pub mod layout;
+mod narrow;
 pub mod publish;
 pub mod rejects;
 pub mod single;
@@ -35,4 +38,4 @@ pub mod writer;
 
 pub use config::{Codec, EncodingHints, Partitioning, StoreKind, WriterConfig};
 pub use summary::{ImportSummary, TableSummary};
-pub use writer::LakeWriter;
+pub use writer::{Commit, LakeWriter};

@@ -4,12 +4,15 @@
 //! `<lake>/_rejects/dt=YYYY-MM-DD/<unique>.ndjson` (date of the import), one object per rejected
 //! line: `{"source", "line", "table", "reason", "raw"}`, plus `raw_base64` when the raw bytes are
 //! not UTF-8 (then `raw` holds a lossy rendering). The file is written under a hidden temp name
-//! and published atomically at the end of the run, like data files. `_rejects` is not a table.
+//! and published atomically (fsync, rename) when the run ends or when the writer commits
+//! ([`RejectWriter::finish`]); the next reject then starts a new file, so a long-running server
+//! publishes its rejects as it goes. `_rejects` is not a table.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use base64::Engine as _;
 use silt_core::Reject;
 
 use crate::{layout, publish};
@@ -59,7 +62,12 @@ impl RejectWriter {
                     "raw".into(),
                     String::from_utf8_lossy(&r.raw).into_owned().into(),
                 );
-                obj.insert("raw_base64".into(), base64(&r.raw).into());
+                obj.insert(
+                    "raw_base64".into(),
+                    base64::engine::general_purpose::STANDARD
+                        .encode(&r.raw)
+                        .into(),
+                );
             }
         }
         serde_json::to_writer(&mut *f, &serde_json::Value::Object(obj))?;
@@ -67,9 +75,10 @@ impl RejectWriter {
         Ok(())
     }
 
-    /// Publishes the rejects file, if any; returns its path.
-    pub fn finish(self) -> anyhow::Result<Option<PathBuf>> {
-        let Some((final_path, tmp, f)) = self.open else {
+    /// Publishes the rejects file written so far, if any, and returns its path; a later
+    /// reject starts a new file.
+    pub fn finish(&mut self) -> anyhow::Result<Option<PathBuf>> {
+        let Some((final_path, tmp, f)) = self.open.take() else {
             return Ok(None);
         };
         let f = f.into_inner().map_err(|e| e.into_error())?;
@@ -80,38 +89,9 @@ impl RejectWriter {
     }
 }
 
-/// Standard base64 (RFC 4648 with padding); tiny, and only for non-UTF-8 reject lines.
-fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for (i, shift) in [18, 12, 6, 0].iter().enumerate() {
-            if i <= c.len() {
-                s.push(T[(n >> shift & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc4648() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foob"), "Zm9vYg==");
-        assert_eq!(base64(&[0xff, 0xfe]), "//4=");
-    }
 
     #[test]
     fn writes_ndjson_atomically() {
@@ -131,5 +111,19 @@ mod tests {
         assert_eq!(v["line"], 3);
         assert_eq!(v["raw_base64"], "eP8=");
         assert!(p.starts_with(dir.path().join("_rejects")));
+        // Finishing again publishes nothing; the next reject starts a second file.
+        assert_eq!(w.finish().unwrap(), None);
+        w.write(&Reject {
+            source: "b.log".into(),
+            line: 1,
+            reason: "bad".into(),
+            raw: b"y".to_vec(),
+            table: None,
+        })
+        .unwrap();
+        let q = w.finish().unwrap().unwrap();
+        assert_ne!(p, q);
+        assert!(std::fs::read_to_string(&q).unwrap().contains("b.log"));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
     }
 }

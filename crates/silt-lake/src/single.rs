@@ -461,8 +461,7 @@ impl SingleFileWriter {
         }
         let file = result?;
         self.summary.file = file;
-        let rejects = std::mem::replace(&mut self.rejects, RejectWriter::new(Path::new(".")));
-        self.summary.rejects_file = rejects.finish()?;
+        self.summary.rejects_file = self.rejects.finish()?;
         Ok(self.summary)
     }
 
@@ -750,6 +749,14 @@ impl<'a> Output<'a> {
         };
         let w = sink.finish()?;
         Ok(Some(DirectoryPublisher.publish(file, w, self.rows)?))
+    }
+}
+
+/// A single file appears only when it is whole, at [`SingleFileWriter::finish`]: a commit before
+/// that publishes nothing and acknowledges nothing.
+impl silt_core::Sink for SingleFileWriter {
+    fn commit(&mut self, _now: std::time::SystemTime) -> anyhow::Result<bool> {
+        Ok(false)
     }
 }
 

@@ -40,7 +40,8 @@ pub struct ImportSummary {
     pub unattributed_rejects: BTreeMap<String, u64>,
     /// The first rejects, for showing to the user (at most [`ImportSummary::SAMPLE`]).
     pub sample_rejects: Vec<Reject>,
-    pub rejects_file: Option<PathBuf>,
+    /// The rejects files published (one per run, or one per commit that had rejects).
+    pub rejects_files: Vec<PathBuf>,
     /// Total input bytes read (decompressed).
     pub bytes_in: u64,
     pub files: Vec<PublishedFile>,

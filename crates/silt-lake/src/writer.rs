@@ -20,11 +20,15 @@
 //!
 //! A schema change for a table (a new field, a widened type) finishes that table's open files and
 //! continues with the unified schema; rows already buffered are conformed to it.
+//!
+//! Files appear when buffers fill, at [`LakeWriter::finish`], and whenever the caller asks with
+//! [`LakeWriter::commit`]: a long-running ingest (`silt serve`) commits on a clock so that what
+//! it received is published (and its rejects file rotated) within a bounded time.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use arrow::array::{Array, ArrayRef, StructArray, TimestampMicrosecondArray, UInt32Array};
@@ -44,6 +48,16 @@ use crate::rejects::RejectWriter;
 use crate::store::{self, FileSink};
 use crate::summary::{ImportSummary, TableSummary};
 
+/// What a [`LakeWriter::commit`] published.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub at: SystemTime,
+    /// Data files published since the previous commit (by this one or because buffers filled).
+    pub files: Vec<PublishedFile>,
+    /// The rejects file this commit published, if there were rejects since the previous one.
+    pub rejects_file: Option<PathBuf>,
+}
+
 /// Writes batches into a lake; see the module documentation.
 pub struct LakeWriter {
     root: PathBuf,
@@ -54,6 +68,8 @@ pub struct LakeWriter {
     summary: ImportSummary,
     clock: u64,
     started: Instant,
+    /// `summary.files` up to here were reported by an earlier commit.
+    committed_files: usize,
 }
 
 struct TableState {
@@ -147,6 +163,7 @@ impl LakeWriter {
             summary: ImportSummary::default(),
             clock: 0,
             started: Instant::now(),
+            committed_files: 0,
         })
     }
 
@@ -175,9 +192,37 @@ impl LakeWriter {
             let t = &self.tables[&name];
             self.summary.table(&name).seconds = t.first_seen.elapsed().as_secs_f64();
         }
-        self.summary.rejects_file = self.rejects.finish()?;
+        if let Some(p) = self.rejects.finish()? {
+            self.summary.rejects_files.push(p);
+        }
         self.summary.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.summary)
+    }
+
+    /// Publishes everything received so far: buffered rows are sorted and written, every open
+    /// file is finished and published (same encodings, statistics and atomic publish as at the
+    /// end of an import), and the rejects file, if any, is published (the next reject starts a
+    /// new one). The writer then goes on taking batches. Returns the files published since the
+    /// last commit and the rejects file; `now` is the commit's time, kept in the report.
+    ///
+    /// Each commit ends the open files of every partition, so committing often makes small
+    /// files: a caller chooses the interval (size and age) and leaves merging to compaction.
+    pub fn commit(&mut self, now: SystemTime) -> anyhow::Result<Commit> {
+        let names: Vec<TableName> = self.tables.keys().cloned().collect();
+        for name in &names {
+            self.finish_table(name)?;
+        }
+        let rejects_file = self.rejects.finish()?;
+        if let Some(p) = &rejects_file {
+            self.summary.rejects_files.push(p.clone());
+        }
+        let files = self.summary.files[self.committed_files..].to_vec();
+        self.committed_files = self.summary.files.len();
+        Ok(Commit {
+            at: now,
+            files,
+            rejects_file,
+        })
     }
 
     fn table_state(
@@ -705,6 +750,13 @@ fn split_by_partition(
         .collect::<anyhow::Result<_>>()?;
     out.sort_by_key(|(k, _)| *k);
     Ok(out)
+}
+
+impl silt_core::Sink for LakeWriter {
+    fn commit(&mut self, now: SystemTime) -> anyhow::Result<bool> {
+        LakeWriter::commit(self, now)?;
+        Ok(true)
+    }
 }
 
 impl Emit for LakeWriter {

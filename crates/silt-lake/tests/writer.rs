@@ -153,7 +153,7 @@ fn partitions_sorts_and_publishes_atomically() {
     );
     assert!(rg.column(2).bloom_filter_offset().is_none(), "n has none");
     // Rejects were kept.
-    let rej = s.rejects_file.unwrap();
+    let rej = s.rejects_files[0].clone();
     assert!(std::fs::read_to_string(rej)
         .unwrap()
         .contains("\"reason\":\"bad\""));
@@ -460,4 +460,62 @@ proptest::proptest! {
         expected.sort_by_key(|r| r.1);
         proptest::prop_assert_eq!(got, expected);
     }
+}
+
+#[test]
+fn commit_publishes_what_was_received_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    w.batch(&conn(), batch(&[Some(T0 + 2), Some(T0 + 1)], false))
+        .unwrap();
+    w.reject(Reject {
+        source: "a.log".into(),
+        line: 1,
+        reason: "first".into(),
+        raw: b"x".to_vec(),
+        table: None,
+    })
+    .unwrap();
+    // Nothing is visible before the commit: rows are buffered.
+    assert!(catalog::data_files(&dir.path().join("zeek.conn"))
+        .unwrap()
+        .is_empty());
+    let c = w.commit(std::time::SystemTime::now()).unwrap();
+    assert_eq!(c.files.len(), 1);
+    assert_eq!(c.files[0].rows, 2);
+    let first_rejects = c.rejects_file.expect("rejects published");
+    assert!(std::fs::read_to_string(&first_rejects)
+        .unwrap()
+        .contains("first"));
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(read_ts(&files[0].path), vec![Some(T0 + 1), Some(T0 + 2)]);
+
+    // The writer goes on: a later batch and reject land in new files.
+    w.batch(&conn(), batch(&[Some(T0 + 3)], false)).unwrap();
+    w.reject(Reject {
+        source: "b.log".into(),
+        line: 2,
+        reason: "second".into(),
+        raw: b"y".to_vec(),
+        table: None,
+    })
+    .unwrap();
+    let c2 = w.commit(std::time::SystemTime::now()).unwrap();
+    assert_eq!(c2.files.len(), 1);
+    assert_ne!(c2.files[0].path, files[0].path);
+    let second_rejects = c2.rejects_file.expect("second rejects file");
+    assert_ne!(second_rejects, first_rejects);
+    // A commit with nothing new publishes nothing.
+    let c3 = w.commit(std::time::SystemTime::now()).unwrap();
+    assert!(c3.files.is_empty() && c3.rejects_file.is_none());
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].rows_written, 3);
+    assert_eq!(s.rejects_files, vec![first_rejects, second_rejects]);
+    let all: usize = catalog::data_files(&dir.path().join("zeek.conn"))
+        .unwrap()
+        .iter()
+        .map(|f| read_ts(&f.path).len())
+        .sum();
+    assert_eq!(all, 3);
 }

@@ -1,14 +1,9 @@
 //! Discovering a lake: which tables exist, which data files each has, and what their footers say.
 //!
 //! The files are the only truth (there is no catalog file), so [`LakeIndex::scan`] walks the lake
-//! directory once when a session opens:
-//! - a table is a directory directly under the lake whose name is a canonical `module.type`
-//!   ([`TableName::parse`]); anything else (`_rejects`, hidden directories, stray files) is not a table;
-//! - data files are `*.parquet` and `*.feather` (also `*.arrow`, `*.ipc`) anywhere below the table
-//!   directory; names starting with `.` (in-progress files of the writer) or `_` (Hive/Spark
-//!   markers such as `_SUCCESS`) and hidden directories are never read;
-//! - `dt=YYYY-MM-DD` and `hour=HH` path segments give a file's partition; `__HIVE_DEFAULT_PARTITION__`
-//!   marks the rows whose time was null;
+//! directory once when a session opens, with the listing rules every silt command shares
+//! (`silt_lake::layout`: which directories are tables, which files are data, what `dt=`/`hour=`
+//! and `__HIVE_DEFAULT_PARTITION__` mean), and:
 //! - every file's footer is read for its Arrow schema (Parquet: the embedded `ARROW:schema`),
 //!   its row-group count and, for Parquet, the min/max statistics of the time column.
 //!
@@ -31,30 +26,12 @@ use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use silt_core::TableName;
 
-/// The directory value Hive (and silt) use for a null partition value.
-pub const HIVE_DEFAULT_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
-
 /// Microseconds in an hour and in a day.
 const HOUR_US: i64 = 3_600_000_000;
 const DAY_US: i64 = 24 * HOUR_US;
 
-/// Storage format of one data file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FileFormat {
-    Parquet,
-    /// Arrow IPC file format ("Feather v2"), possibly with LZ4/ZSTD-compressed buffers.
-    Feather,
-}
-
-impl FileFormat {
-    fn from_path(p: &Path) -> Option<Self> {
-        match p.extension()?.to_str()? {
-            "parquet" => Some(Self::Parquet),
-            "feather" | "arrow" | "ipc" => Some(Self::Feather),
-            _ => None,
-        }
-    }
-}
+/// Storage format of one data file (Parquet, or Arrow IPC "Feather v2").
+pub use silt_lake::StoreKind as FileFormat;
 
 /// What a file's location and footer say about the event times it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,22 +115,9 @@ impl LakeIndex {
             root: root.clone(),
             ..Default::default()
         };
-        let mut entries: Vec<_> = std::fs::read_dir(&root)
-            .with_context(|| format!("cannot list lake {}", root.display()))?
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("cannot list lake {}", root.display()))?;
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let Some(name) = e.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            if name.starts_with('.') || !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                continue;
-            }
-            let Some(table) = TableName::parse(&name) else {
-                continue;
-            };
-            if let Some(t) = scan_table(table.clone(), &e.path(), &mut index.warnings)? {
+        for table in silt_lake::layout::tables(&root)? {
+            let dir = root.join(table.to_string());
+            if let Some(t) = scan_table(table.clone(), &dir, &mut index.warnings)? {
                 index.tables.insert(table, t);
             }
         }
@@ -166,9 +130,10 @@ fn scan_table(
     dir: &Path,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Option<TableIndex>> {
-    let mut paths = Vec::new();
-    list_data_files(dir, &mut paths)?;
-    paths.sort();
+    let paths: Vec<(PathBuf, FileFormat)> = silt_lake::layout::data_files(dir)?
+        .into_iter()
+        .map(|f| (f.path, f.store))
+        .collect();
     let mut files = Vec::with_capacity(paths.len());
     for ((path, _), info) in paths.iter().zip(read_all(dir, &paths)) {
         match info {
@@ -265,80 +230,11 @@ fn nullable_type(t: &DataType) -> DataType {
     }
 }
 
-fn is_hidden(name: &str) -> bool {
-    name.starts_with('.') || name.starts_with('_')
-}
-
-fn list_data_files(dir: &Path, out: &mut Vec<(PathBuf, FileFormat)>) -> anyhow::Result<()> {
-    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
-    for e in rd {
-        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            if !name.starts_with('.') {
-                list_data_files(&e.path(), out)?;
-            }
-        } else if !is_hidden(name) {
-            let p = e.path();
-            if let Some(fmt) = FileFormat::from_path(&p) {
-                out.push((p, fmt));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Partition values from the `key=value` segments of `path` below the table directory:
-/// `(dt, hour, default_partition)`.
-fn partition_of(table_dir: &Path, path: &Path) -> (Option<i32>, Option<i32>, bool) {
-    let rel = path.strip_prefix(table_dir).unwrap_or(path);
-    let (mut dt, mut hour, mut default) = (None, None, false);
-    let comps: Vec<_> = rel.components().collect();
-    for c in comps.iter().take(comps.len().saturating_sub(1)) {
-        let Some(s) = c.as_os_str().to_str() else {
-            continue;
-        };
-        if let Some(v) = s.strip_prefix("dt=") {
-            if v == HIVE_DEFAULT_PARTITION {
-                default = true;
-            } else {
-                dt = parse_date(v);
-            }
-        } else if let Some(v) = s.strip_prefix("hour=") {
-            if v == HIVE_DEFAULT_PARTITION {
-                default = true;
-            } else {
-                hour = v.parse::<i32>().ok().filter(|h| (0..24).contains(h));
-            }
-        }
-    }
-    (dt, hour, default)
-}
-
-/// Days since the epoch of `YYYY-MM-DD`.
-pub fn parse_date(s: &str) -> Option<i32> {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let y: i64 = s[0..4].parse().ok()?;
-    let m: i64 = s[5..7].parse().ok()?;
-    let d: i64 = s[8..10].parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    // Round-trip through the civil calendar rejects 2018-02-30.
-    let days = silt_core::time::days_from_civil(y, m, d);
-    let (y2, m2, d2) = silt_core::time::civil_from_days(days);
-    (y2 == y && m2 as i64 == m && d2 as i64 == d).then_some(days as i32)
-}
-
 fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::Result<DataFile> {
     let file = File::open(path)?;
     let md = file.metadata()?;
-    let (dt, hour, default) = partition_of(table_dir, path);
+    let part = silt_lake::layout::partition_of(table_dir, path);
+    let (dt, hour, default) = (part.dt, part.hour, part.null);
     let (schema, row_groups, time_stats) = match format {
         FileFormat::Parquet => {
             let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
@@ -440,27 +336,4 @@ fn parquet_time_bounds(
     } else {
         TimeBounds::Range { lo, hi }
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partitions_from_paths() {
-        let t = Path::new("/l/zeek.conn");
-        let p = |s: &str| partition_of(t, &t.join(s));
-        assert_eq!(
-            p("dt=2018-03-24/hour=17/a.parquet"),
-            (Some(17_614), Some(17), false)
-        );
-        assert_eq!(p("dt=2018-03-24/a.parquet"), (Some(17_614), None, false));
-        assert_eq!(p("a.parquet"), (None, None, false));
-        assert_eq!(
-            p("dt=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__/a.parquet"),
-            (None, None, true)
-        );
-        assert_eq!(parse_date("2018-02-30"), None);
-        assert_eq!(parse_date("1970-01-02"), Some(1));
-    }
 }
