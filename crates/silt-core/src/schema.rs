@@ -129,10 +129,14 @@ pub fn unify_schemas(a: &Schema, b: &Schema) -> Schema {
 }
 
 /// Reshapes `batch` to `target` (a schema that [`unify_schemas`] produced from the batch's own):
-/// missing columns become nulls, types are widened or rendered as text.
+/// missing columns become nulls, types are widened or rendered as text, and nested fields take
+/// the target's names, order, nullability and metadata. Schema-level metadata is the target's:
+/// batches of one table may carry different metadata (the lookup columns a reader names depend
+/// on which columns a batch has), and that is never a reason to fail.
 pub fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+    let opts = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     if batch.schema().fields() == target.fields() {
-        return batch.clone().with_schema(target.clone());
+        return RecordBatch::try_new_with_options(target.clone(), batch.columns().to_vec(), &opts);
     }
     let schema = batch.schema();
     let cols = target
@@ -143,7 +147,6 @@ pub fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, A
             Err(_) => Ok(new_null_array(f.data_type(), batch.num_rows())),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let opts = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(target.clone(), cols, &opts)
 }
 
@@ -177,6 +180,19 @@ pub fn conform_array(a: &ArrayRef, to: &DataType) -> Result<ArrayRef, ArrowError
                 .expect("list");
             let values = conform_array(l.values(), tf.data_type())?;
             Ok(Arc::new(GenericListArray::<i32>::try_new(
+                tf.clone(),
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?))
+        }
+        (DataType::LargeList(_), DataType::LargeList(tf)) => {
+            let l = a
+                .as_any()
+                .downcast_ref::<GenericListArray<i64>>()
+                .expect("large list");
+            let values = conform_array(l.values(), tf.data_type())?;
+            Ok(Arc::new(GenericListArray::<i64>::try_new(
                 tf.clone(),
                 l.offsets().clone(),
                 values,
@@ -313,6 +329,71 @@ mod tests {
             ListArray::from_iter_primitive::<Int64Type, _, _>(vec![Some(vec![Some(1)]), None]);
         assert_eq!(x, &expected);
         assert_eq!(out.column(1).null_count(), 2);
+    }
+
+    /// Two shapes of one table that differ only in what arrow's `==` sees and a person does not:
+    /// schema metadata, nested field metadata, nullability and the order of struct children,
+    /// also inside a list of structs.
+    #[test]
+    fn conform_ignores_metadata_nullability_and_child_order() {
+        let md =
+            |k: &str, v: &str| std::collections::HashMap::from([(k.to_string(), v.to_string())]);
+        let child = |order_ab: bool, nullable: bool, tag: &str| -> Fields {
+            let a = Field::new("a", Int64, nullable).with_metadata(md("silt.source_type", tag));
+            let b = Field::new("b", Utf8, true);
+            if order_ab {
+                vec![a, b].into()
+            } else {
+                vec![b, a].into()
+            }
+        };
+        let make = |order_ab: bool, nullable: bool, tag: &str, lookup: &str| {
+            let st = Struct(child(order_ab, nullable, tag));
+            let list = List(Arc::new(Field::new("item", st.clone(), nullable)));
+            let schema = Arc::new(Schema::new_with_metadata(
+                vec![Field::new("s", st, true), Field::new("l", list, true)],
+                md("silt.lookup_columns", lookup),
+            ));
+            let fields = child(order_ab, nullable, tag);
+            let cols: Vec<ArrayRef> = fields
+                .iter()
+                .map(|f| -> ArrayRef {
+                    if f.name() == "a" {
+                        Arc::new(Int64Array::from(vec![1, 2]))
+                    } else {
+                        Arc::new(StringArray::from(vec!["x", "y"]))
+                    }
+                })
+                .collect();
+            let sa = StructArray::new(fields.clone(), cols, None);
+            let la = GenericListArray::<i32>::new(
+                Arc::new(Field::new("item", Struct(fields), nullable)),
+                OffsetBuffer::from_lengths([1, 1]),
+                Arc::new(sa.clone()),
+                None,
+            );
+            RecordBatch::try_new(schema, vec![Arc::new(sa), Arc::new(la)]).unwrap()
+        };
+        let first = make(true, false, "count", "uid");
+        let later = make(false, true, "int", "uid,src_ip");
+        let mut table = unify_schemas(first.schema().as_ref(), later.schema().as_ref());
+        table.metadata = first.schema().metadata().clone();
+        let table = Arc::new(table);
+        for b in [&first, &later] {
+            let c = conform(b, &table).unwrap();
+            assert_eq!(c.schema(), table);
+            let s = c.column(0).as_any().downcast_ref::<StructArray>().unwrap();
+            let a = s.column_by_name("a").unwrap();
+            assert_eq!(
+                a.as_any().downcast_ref::<Int64Array>().unwrap().values(),
+                &[1, 2]
+            );
+        }
+        // The table's own shape with other schema metadata conforms without a change.
+        let same = make(true, false, "count", "other");
+        let mut t2 = first.schema().as_ref().clone();
+        t2.metadata = md("silt.lookup_columns", "uid");
+        assert!(conform(&same, &Arc::new(t2)).is_ok());
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub struct TableSummary {
     pub files: u64,
     /// Wall-clock seconds from the table's first batch to its last file.
     pub seconds: f64,
+    /// Why writing the table failed (the first error); its other rows were still written and
+    /// the other tables are not affected. `events - rows_written` rows are not in the lake.
+    pub error: Option<String>,
+    /// How many times writing the table failed.
+    pub errors: u64,
 }
 
 impl TableSummary {
@@ -79,6 +84,11 @@ impl ImportSummary {
             + self.unattributed_rejects.values().sum::<u64>()
     }
 
+    /// The tables whose writing failed, with the first error.
+    pub fn failed_tables(&self) -> impl Iterator<Item = (&TableName, &TableSummary)> {
+        self.tables.iter().filter(|(_, t)| t.error.is_some())
+    }
+
     pub fn total_bytes_out(&self) -> u64 {
         self.tables.values().map(|t| t.bytes_out).sum()
     }
@@ -119,6 +129,15 @@ impl fmt::Display for ImportSummary {
                     .unwrap_or_else(|| "-".into()),
                 s.files,
                 s.seconds
+            )?;
+        }
+        for (t, s) in self.failed_tables() {
+            writeln!(
+                f,
+                "error: table {t}: {} of {} events not written: {}",
+                s.events.saturating_sub(s.rows_written),
+                s.events,
+                s.error.as_deref().unwrap_or_default()
             )?;
         }
         for (src, n) in &self.unattributed_rejects {

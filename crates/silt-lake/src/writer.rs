@@ -188,9 +188,11 @@ impl LakeWriter {
     pub fn finish(mut self) -> anyhow::Result<ImportSummary> {
         let names: Vec<TableName> = self.tables.keys().cloned().collect();
         for name in names {
-            self.finish_table(&name)?;
-            let t = &self.tables[&name];
-            self.summary.table(&name).seconds = t.first_seen.elapsed().as_secs_f64();
+            let seconds = self.tables[&name].first_seen.elapsed().as_secs_f64();
+            if let Err(e) = self.finish_table(&name) {
+                self.table_failed(&name, e);
+            }
+            self.summary.table(&name).seconds = seconds;
         }
         if let Some(p) = self.rejects.finish()? {
             self.summary.rejects_files.push(p);
@@ -210,7 +212,9 @@ impl LakeWriter {
     pub fn commit(&mut self, now: SystemTime) -> anyhow::Result<Commit> {
         let names: Vec<TableName> = self.tables.keys().cloned().collect();
         for name in &names {
-            self.finish_table(name)?;
+            if let Err(e) = self.finish_table(name) {
+                self.table_failed(name, e);
+            }
         }
         let rejects_file = self.rejects.finish()?;
         if let Some(p) = &rejects_file {
@@ -289,7 +293,8 @@ impl LakeWriter {
         }
         let batch = override_time_column(batch, &self.cfg)?;
         let batch_schema = batch.schema();
-        self.table_state(name, &batch_schema)?;
+        self.table_state(name, &batch_schema)
+            .map_err(UsageError::wrap)?;
         // Schema evolution: finish open files, conform buffered rows.
         let needs_change = {
             let t = &self.tables[name];
@@ -316,7 +321,7 @@ impl LakeWriter {
         }
         let t = self.tables.get_mut(name).expect("table");
         let batch = schema::conform(&batch, &t.schema)?;
-        validate_sort_keys(t, &batch)?;
+        validate_sort_keys(t, &batch).map_err(UsageError::wrap)?;
 
         self.clock += 1;
         let clock = self.clock;
@@ -759,11 +764,71 @@ impl silt_core::Sink for LakeWriter {
     }
 }
 
+/// An error in what the user asked for (an option that does not fit a table: an encoding hint
+/// or `--sort` key naming no column, `--partition-by` not a timestamp, another partitioning than
+/// the table's files have). It stops the import, unlike an error writing one table's data.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl UsageError {
+    fn wrap(e: anyhow::Error) -> anyhow::Error {
+        anyhow::Error::new(UsageError(format!("{e:#}")))
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+impl LakeWriter {
+    /// After table `name` failed with `err`: publish what of it can still be published, drop
+    /// the rest of its state (in-progress files are removed), and keep the error for the
+    /// summary. Later batches of the table start afresh; other tables are not touched.
+    fn table_failed(&mut self, name: &TableName, err: anyhow::Error) {
+        let mut msg = format!("{err:#}");
+        if self.tables.contains_key(name) {
+            if let Err(e) = self.finish_table(name) {
+                msg.push_str(&format!("; publishing its buffered rows failed too: {e:#}"));
+            }
+            if let Some(t) = self.tables.remove(name) {
+                for p in t.partitions.into_values() {
+                    for tier in p.tiers {
+                        if let Some(run) = tier.run {
+                            run.file.abandon();
+                        }
+                    }
+                }
+            }
+        }
+        let s = self.summary.table(name);
+        s.errors += 1;
+        if s.error.is_none() {
+            s.error = Some(msg);
+        }
+    }
+}
+
 impl Emit for LakeWriter {
+    /// A batch that cannot be written fails its table only (see [`LakeWriter::table_failed`]):
+    /// the error is kept in the summary and the import goes on with the other tables. An option
+    /// that does not fit the table (a usage error) stops the import instead.
     fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
         self.summary.table(table).events += batch.num_rows() as u64;
-        self.handle_batch(table, batch)
-            .with_context(|| format!("writing table {table} into {}", self.root.display()))
+        let res = self
+            .handle_batch(table, batch)
+            .with_context(|| format!("writing table {table} into {}", self.root.display()));
+        match res {
+            Err(e) if e.downcast_ref::<UsageError>().is_some() => Err(e),
+            Err(e) => {
+                self.table_failed(table, e);
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
     }
 
     fn reject(&mut self, reject: Reject) -> anyhow::Result<()> {

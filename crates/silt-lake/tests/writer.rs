@@ -519,3 +519,54 @@ fn commit_publishes_what_was_received_and_goes_on() {
         .sum();
     assert_eq!(all, 3);
 }
+
+#[test]
+fn a_failing_table_does_not_abandon_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // Table x.nouid cannot be written: where its directory would go there is a file.
+    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    let other = TableName::new("x", "nouid");
+    std::fs::write(dir.path().join("x.nouid"), b"in the way").unwrap();
+    let no_uid = {
+        let s = Arc::new(Schema::new(vec![Field::new(
+            "ts",
+            silt_core::time::timestamp_type(),
+            true,
+        )]));
+        RecordBatch::try_new(
+            s,
+            vec![Arc::new(
+                TimestampMicrosecondArray::from(vec![Some(T0)]).with_timezone("UTC"),
+            )],
+        )
+        .unwrap()
+    };
+    w.batch(&conn(), batch(&[Some(T0 + 1)], false)).unwrap();
+    w.batch(&other, no_uid.clone()).unwrap();
+    w.batch(&conn(), batch(&[Some(T0 + 2)], false)).unwrap();
+    w.batch(&other, no_uid).unwrap();
+    let s = w.finish().unwrap();
+    let ok = &s.tables[&conn()];
+    assert_eq!(
+        (ok.events, ok.rows_written, ok.error.as_deref()),
+        (2, 2, None)
+    );
+    let bad = &s.tables[&other];
+    // Both batches were buffered; writing them at the end failed once.
+    assert_eq!((bad.events, bad.rows_written, bad.errors), (2, 0, 1));
+    assert!(
+        bad.error.as_deref().unwrap().contains("x.nouid"),
+        "{:?}",
+        bad.error
+    );
+    assert_eq!(s.failed_tables().count(), 1);
+    assert!(s
+        .to_string()
+        .contains("error: table x.nouid: 2 of 2 events not written"));
+    assert_eq!(
+        catalog::data_files(&dir.path().join("zeek.conn"))
+            .unwrap()
+            .len(),
+        1
+    );
+}
