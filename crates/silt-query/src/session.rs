@@ -32,15 +32,29 @@ use crate::provider::SiltTable;
 use crate::stats::{ScanLog, ScanStats};
 use futures::StreamExt;
 
+/// A multi-threaded tokio runtime for DataFusion (what a command runs its queries on).
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
 /// Opens the lake at `lake` for SQL.
 pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
     SiltSession::open(lake).await
 }
 
 /// A DataFusion session over one lake.
+///
+/// Read-only by default: DDL (`CREATE EXTERNAL TABLE ... LOCATION '/etc/passwd'`, `CREATE
+/// TABLE`, `DROP`), DML and `COPY ... TO` (which writes files), and statements that change the
+/// session (`SET`) are refused before anything runs, so a query can read nothing but the lake
+/// and write nothing at all. [`SiltSession::allow_write`] lets `COPY ... TO` write to a path the
+/// user names (`silt query --allow-write`); DDL stays refused.
 pub struct SiltSession {
     ctx: SessionContext,
     index: Arc<LakeIndex>,
+    allow_write: bool,
 }
 
 /// The outcome of one SQL statement.
@@ -107,6 +121,42 @@ impl SiltSession {
         Ok(Self {
             ctx,
             index: Arc::new(index),
+            allow_write: false,
+        })
+    }
+
+    /// Lets `COPY ... TO` write to the path it names (see the type's documentation).
+    pub fn allow_write(mut self, allow: bool) -> Self {
+        self.allow_write = allow;
+        self
+    }
+
+    /// Plans `sql` under the session's rules: read-only unless writing was allowed.
+    async fn plan(
+        &self,
+        ctx: &SessionContext,
+        sql: &str,
+    ) -> anyhow::Result<datafusion::dataframe::DataFrame> {
+        let opts = datafusion::execution::context::SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(self.allow_write)
+            .with_allow_statements(false);
+        ctx.sql_with_options(sql, opts).await.map_err(|e| {
+            let msg = e.to_string();
+            let refused = ["DDL not supported", "DML not supported", "Statement not supported"];
+            if refused.iter().any(|r| msg.contains(r)) {
+                anyhow::anyhow!(
+                    "{msg}: queries are read-only: CREATE, DROP, INSERT, SET and COPY are refused{}; \
+                     to save a result, use -o FILE with --format csv|json|ndjson|parquet",
+                    if self.allow_write {
+                        ""
+                    } else {
+                        " (COPY ... TO a file is allowed with --allow-write)"
+                    }
+                )
+            } else {
+                anyhow::Error::new(e)
+            }
         })
     }
 
@@ -134,7 +184,7 @@ impl SiltSession {
     /// Plans and runs one SQL statement, collecting its rows and scan statistics.
     pub async fn query(&self, sql: &str) -> anyhow::Result<QueryResult> {
         let (ctx, log) = self.query_context();
-        let df = ctx.sql(sql).await?;
+        let df = self.plan(&ctx, sql).await?;
         let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
         let schema = display_schema(&plan.schema());
         let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
@@ -160,7 +210,7 @@ impl SiltSession {
         out: &mut dyn Write,
     ) -> anyhow::Result<(u64, ScanStats)> {
         let (ctx, log) = self.query_context();
-        let df = ctx.sql(sql).await?;
+        let df = self.plan(&ctx, sql).await?;
         let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
         let schema = display_schema(&plan.schema());
         let mut stream = datafusion::physical_plan::execute_stream(plan.clone(), ctx.task_ctx())?;
@@ -180,7 +230,7 @@ impl SiltSession {
     /// The physical plan of `sql` after optimization, as text (`EXPLAIN` without running).
     pub async fn explain(&self, sql: &str) -> anyhow::Result<String> {
         let (ctx, _) = self.query_context();
-        let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+        let plan = self.plan(&ctx, sql).await?.create_physical_plan().await?;
         let text = datafusion::physical_plan::displayable(plan.as_ref())
             .indent(true)
             .to_string();

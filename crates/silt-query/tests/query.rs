@@ -547,3 +547,44 @@ async fn many_files() {
     assert_eq!(csv(&r), "count(*),count(DISTINCT zeek.http.uid)\n105,2\n");
     assert_eq!(r.stats.files_total, 70);
 }
+
+#[tokio::test]
+async fn queries_are_read_only_unless_writing_is_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    build_small_lake(dir.path(), |_| Store::Parquet);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("copy.parquet");
+    let copy = format!(
+        "COPY (SELECT uid FROM zeek.conn) TO '{}' STORED AS PARQUET",
+        target.display()
+    );
+    let s = silt_query::open(dir.path()).await.unwrap();
+    for sql in [
+        copy.as_str(),
+        "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'",
+        "CREATE TABLE t AS SELECT 1",
+        "DROP TABLE zeek.conn",
+        "SET datafusion.execution.batch_size = 1",
+    ] {
+        let e = s.query(sql).await.expect_err(sql);
+        assert!(
+            format!("{e:#}").contains("queries are read-only"),
+            "{sql}: {e:#}"
+        );
+    }
+    assert!(!target.exists(), "a refused COPY wrote nothing");
+    // Reading stays allowed, EXPLAIN too.
+    q(&s, "SELECT count(*) FROM zeek.conn").await;
+    q(&s, "EXPLAIN SELECT count(*) FROM zeek.conn").await;
+    // With writing allowed, COPY writes the file the user named; DDL is still refused.
+    let s = silt_query::open(dir.path())
+        .await
+        .unwrap()
+        .allow_write(true);
+    q(&s, &copy).await;
+    assert!(target.exists());
+    assert!(s
+        .query("CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'")
+        .await
+        .is_err());
+}
