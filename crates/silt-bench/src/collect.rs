@@ -119,7 +119,7 @@ impl BoundedCollect {
     /// lake).
     pub fn finish(self, with_input_bytes: bool) -> anyhow::Result<Collected> {
         let rejects_file = match self.rejects_out {
-            Some(w) => w.finish()?,
+            Some(mut w) => w.finish()?,
             None => None,
         };
         let mut out = Vec::new();

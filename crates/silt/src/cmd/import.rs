@@ -348,7 +348,7 @@ fn whole_input_reject(source: &str, reason: String) -> Reject {
 /// Prints the per-table summary and where rejects went.
 pub fn print_summary(s: &ImportSummary, lake: &Path) {
     println!("{s}");
-    if let Some(p) = &s.rejects_file {
+    for p in &s.rejects_files {
         println!("rejected lines kept in {}", p.display());
     }
     if s.total_events() > 0 {
