@@ -11,7 +11,7 @@
 //!   hints, and the sinks;
 //! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
 //! - `bloom`: the bloom filters of lookup columns, built in address order;
-//! - `compact`: list columns of a sliced batch narrowed to the values its rows use, before
+//! - `narrow`: list columns of a sliced batch narrowed to the values its rows use, before
 //!   parquet-rs encodes them;
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
@@ -24,11 +24,11 @@
 mod background;
 mod bloom;
 pub mod catalog;
-mod compact;
 pub mod config;
 pub mod ddl;
 pub mod inspect;
 pub mod layout;
+mod narrow;
 pub mod publish;
 pub mod rejects;
 pub mod single;

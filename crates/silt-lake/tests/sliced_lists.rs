@@ -1,7 +1,7 @@
 //! List columns written through `store::open` in large sliced batches come back exactly.
 //!
 //! `ParquetSink` cuts each batch into slices and narrows every list's child array to the slice
-//! before parquet-rs encodes it (`silt_lake::compact`); this checks the whole path end to end:
+//! before parquet-rs encodes it (`silt_lake::narrow`); this checks the whole path end to end:
 //! a list of decimals (converted to INT64 by parquet-rs), a list of strings inside a nullable
 //! struct, and a list of lists, with null and empty lists, written as slices of one large
 //! batch (the way `silt bench` and the single-file writer hand rows over) and read back.

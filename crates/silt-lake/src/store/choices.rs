@@ -1,0 +1,354 @@
+//! The choices silt makes per column from the first batch of a file, on top of the writer
+//! properties of `properties` (and under the user's hints, which `hints` applies last):
+//! - no dictionary for leaves whose values are mostly distinct or would overflow the dictionary
+//!   page ([`high_cardinality_leaves`]), and for such text the layout that writes a sample of it
+//!   smallest ([`smallest_text_encoding`]), with chunk statistics only for long free text;
+//! - no min/max statistics for text whose values come in no order ([`unordered_text_leaves`]).
+//!
+//! Touches nothing but the batch it samples (the trial encodings are written to memory).
+
+use arrow::datatypes::{DataType, Schema};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{BrotliLevel, Compression, Encoding, GzipLevel, ZstdLevel};
+use parquet::file::properties::{
+    EnabledStatistics, WriterProperties, WriterPropertiesBuilder, WriterVersion,
+};
+use parquet::schema::types::ColumnPath;
+
+use super::properties::compression;
+use crate::config::{Codec, WriterConfig};
+use crate::writer::partition_point;
+
+/// `props` with the choices judged on `first` (see the module doc). `expected_rows` are the rows
+/// expected in the file, to which number columns' dictionaries are projected.
+pub(super) fn apply(
+    mut props: WriterPropertiesBuilder,
+    cfg: &WriterConfig,
+    first: &RecordBatch,
+    expected_rows: usize,
+) -> anyhow::Result<WriterPropertiesBuilder> {
+    let pages = (cfg.dictionary_page_bytes, cfg.page_bytes);
+    // Plain numbers beat an overflowing dictionary only through an entropy coder: without
+    // compression (or with snappy or lz4) 8 plain bytes a value are larger than the
+    // dictionary's indices even when it overflows (uncompressed Parquet grew 9 % in
+    // `silt bench`), so the projection below is for zstd, gzip and brotli only.
+    let project_to = match cfg.codec {
+        Codec::Zstd | Codec::Gzip | Codec::Brotli => expected_rows,
+        Codec::None | Codec::Snappy | Codec::Lz4 => 0,
+    };
+    for leaf in high_cardinality_leaves(first, pages, project_to) {
+        let cp = ColumnPath::new(leaf.path);
+        props = props.set_column_dictionary_enabled(cp.clone(), false);
+        if let Some(sample) = &leaf.text_sample {
+            let enc = smallest_text_encoding(sample, cfg)?;
+            if enc != Encoding::PLAIN {
+                props = props.set_column_encoding(cp.clone(), enc);
+            }
+        }
+        if leaf.mean_len.is_some_and(|m| m >= LONG_TEXT_BYTES) {
+            // Page min/max of free text prune nothing (a LIKE cannot use them); without
+            // them (chunk statistics only) a string `log` conversion used ~8 % less CPU.
+            props = props.set_column_statistics_enabled(cp, EnabledStatistics::Chunk);
+        }
+    }
+    for path in unordered_text_leaves(first) {
+        // Min/max of text that comes in no order (uids, community ids, hosts and DNS
+        // names in a table sorted by time) span about the whole range in every page and
+        // row group, so they prune nothing, and equality lookups have the bloom filter.
+        // parquet-rs compares every value twice for them: without them, a zeek.conn
+        // write in `silt bench` used about a tenth less CPU (648-689 against 735-794
+        // ns/event in three alternating runs), a suricata.flow write about 4 % less.
+        let cp = ColumnPath::new(path);
+        props = props.set_column_statistics_enabled(cp, EnabledStatistics::None);
+    }
+    Ok(props)
+}
+
+/// Mean bytes per value from which a high-cardinality string column (whole log lines) gets
+/// column-chunk statistics only: page min/max of free text prune nothing, and skipping them saved
+/// about 8 % of a string-`log` conversion's CPU.
+const LONG_TEXT_BYTES: f64 = 128.0;
+
+/// Value bytes of a text column tried with each encoding by [`smallest_text_encoding`] (about a
+/// data page; at most [`CARDINALITY_SAMPLE`] values).
+const TRIAL_BYTES: usize = 1 << 20;
+
+/// The encoding, of PLAIN, DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY, that writes a
+/// high-cardinality text column's first values smallest with the configured codec.
+///
+/// Which one wins depends on the data, so it is measured rather than guessed: parquet-rs encodes
+/// the sample into memory once per candidate (a few milliseconds per column and file; the level
+/// is capped for the trial so that zstd 19 or brotli 11 do not make it slow). Measured at zstd 1:
+/// Zeek conn uids (`C` + 17 random base62 characters) are 6.8 % smaller as DELTA_BYTE_ARRAY (the
+/// shared `C` is stored as a prefix length; the whole file 3.0 %); DNS uids, which repeat a few
+/// rows apart, 5.4 % smaller as DELTA_LENGTH_BYTE_ARRAY (the file 2.2 %); whole nginx log lines
+/// 3.8 % smaller as DELTA_LENGTH_BYTE_ARRAY; Suricata community ids stay PLAIN. A delta layout
+/// must beat PLAIN by 1 % to be chosen. DuckDB and pyarrow read both (checked on 2M-row conn and
+/// dns lakes: same distinct count and hash sum of `uid`; the crosscheck queries a generated lake
+/// with DuckDB); Spark 3.3+ and Trino document support.
+fn smallest_text_encoding(
+    sample: &arrow::array::ArrayRef,
+    cfg: &WriterConfig,
+) -> anyhow::Result<Encoding> {
+    let trial = match compression(cfg.codec, cfg.level)? {
+        Compression::ZSTD(l) if l.compression_level() > 3 => {
+            Compression::ZSTD(ZstdLevel::try_new(3)?)
+        }
+        Compression::GZIP(l) if l.compression_level() > 6 => {
+            Compression::GZIP(GzipLevel::try_new(6)?)
+        }
+        Compression::BROTLI(l) if l.compression_level() > 4 => {
+            Compression::BROTLI(BrotliLevel::try_new(4)?)
+        }
+        c => c,
+    };
+    let field = arrow::datatypes::Field::new("v", sample.data_type().clone(), true);
+    let schema = std::sync::Arc::new(Schema::new(vec![field]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![sample.clone()])?;
+    let size = |enc: Encoding| -> anyhow::Result<usize> {
+        let props = WriterProperties::builder()
+            .set_writer_version(WriterVersion::PARQUET_1_0)
+            .set_compression(trial)
+            .set_dictionary_enabled(false)
+            .set_encoding(enc)
+            .set_statistics_enabled(EnabledStatistics::None)
+            .set_data_page_size_limit(cfg.page_bytes)
+            .build();
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
+        w.write(&batch)?;
+        Ok(w.into_inner()?.len())
+    };
+    let plain = size(Encoding::PLAIN)?;
+    let mut best = (Encoding::PLAIN, plain);
+    for enc in [
+        Encoding::DELTA_LENGTH_BYTE_ARRAY,
+        Encoding::DELTA_BYTE_ARRAY,
+    ] {
+        let n = size(enc)?;
+        if n < best.1 && n * 100 < plain * 99 {
+            best = (enc, n);
+        }
+    }
+    Ok(best.0)
+}
+
+/// Text (Utf8) leaves (through structs; list elements are left alone) whose values come in no
+/// order, so that any run of rows spans most of the range of values: min/max statistics of its
+/// pages and row groups could prune nothing.
+///
+/// Judged on the first [`ORDER_SAMPLE`] values: split into runs of [`ORDER_RUN`] rows, each run's
+/// min and max are placed among the sample's distinct values, sorted; the leaf is unordered when
+/// the runs span more than half of them on average. Random ids and hosts in a table sorted by
+/// time span nearly all; a sort key, time-ordered ids (ULIDs, UUIDv7, even with many per
+/// millisecond) or a column that changes slowly span little, and keep their statistics, as does
+/// a constant column. A page holds far more rows than a run, so a leaf judged ordered may still
+/// have wide pages (it then only keeps statistics it did not need), while one judged unordered
+/// cannot have narrow ones.
+fn unordered_text_leaves(batch: &RecordBatch) -> Vec<Vec<String>> {
+    use arrow::array::{Array, AsArray};
+    fn unordered(s: &arrow::array::StringArray) -> bool {
+        let vals: Vec<&str> = s.iter().take(ORDER_SAMPLE).flatten().collect();
+        if vals.len() < 2 * ORDER_RUN {
+            return false;
+        }
+        let mut distinct = vals.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() < 2 {
+            return false;
+        }
+        let rank = |v: &str| distinct.partition_point(|d| *d < v);
+        let runs: Vec<f64> = vals
+            .chunks_exact(ORDER_RUN)
+            .map(|run| {
+                let (lo, hi) = run
+                    .iter()
+                    .fold((run[0], run[0]), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+                (rank(hi) - rank(lo)) as f64 / (distinct.len() - 1) as f64
+            })
+            .collect();
+        runs.iter().sum::<f64>() / runs.len() as f64 > 0.5
+    }
+    fn walk(path: &mut Vec<String>, a: &dyn Array, out: &mut Vec<Vec<String>>) {
+        match a.data_type() {
+            DataType::Struct(fields) => {
+                for (f, c) in fields.iter().zip(a.as_struct().columns()) {
+                    path.push(f.name().clone());
+                    walk(path, c.as_ref(), out);
+                    path.pop();
+                }
+            }
+            DataType::Utf8 if unordered(a.as_string::<i32>()) => out.push(path.clone()),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        walk(&mut vec![f.name().clone()], c.as_ref(), &mut out);
+    }
+    out
+}
+
+/// Values sampled by [`unordered_text_leaves`] (sorting them takes well under a millisecond).
+const ORDER_SAMPLE: usize = 4096;
+
+/// Rows per run in [`unordered_text_leaves`].
+const ORDER_RUN: usize = 256;
+
+/// Rows sampled to judge a column's cardinality (from the batch given to [`open`]).
+pub const CARDINALITY_SAMPLE: usize = 65536;
+
+/// A leaf column found by [`high_cardinality_leaves`].
+struct HighCardinality {
+    path: Vec<String>,
+    /// Strings: the mean bytes per value.
+    mean_len: Option<f64>,
+    /// Strings: the first values (up to [`TRIAL_BYTES`]), for [`smallest_text_encoding`].
+    text_sample: Option<arrow::array::ArrayRef>,
+}
+
+/// Leaf columns (struct paths; list elements are left alone) whose values are mostly distinct in
+/// the first rows of a file, or whose distinct values there already overflow the dictionary
+/// page: a dictionary cannot shrink them (uids, byte counts, durations), and parquet-rs would
+/// build one for every row group, hashing every value, until it overflows the dictionary page
+/// and falls back to plain anyway. No dictionary from the start (plain, or for text the layout
+/// [`smallest_text_encoding`] picks) is smaller and costs no hashing;
+/// columns that repeat keep their dictionary (proto, service, ports, hosts).
+///
+/// The sample is large (64Ki rows) because a pool larger than the sample looks unique in it: the
+/// 30k client addresses of the generated web log hour are 78 % distinct in its first 4Ki rows,
+/// 59 % in 16Ki and 33 % in 64Ki, and a dictionary makes them a third of their plain zstd size.
+/// Estimating the distinct count from a small sample (Chao1) was tried and rejected: values that
+/// repeat only close together in time (a connection's uid in a few DNS rows) look like a small
+/// pool to it.
+///
+/// Returns each such column's path and, for strings, the mean bytes per value and a sample.
+fn high_cardinality_leaves(
+    batch: &RecordBatch,
+    (string_dict_page, dict_page): (usize, usize),
+    expected_rows: usize,
+) -> Vec<HighCardinality> {
+    use arrow::array::{Array, AsArray};
+    use std::collections::HashSet;
+    /// Whether a dictionary is not worth it (distinct values over half the rows, or more bytes
+    /// than the dictionary page holds), and the mean value length.
+    ///
+    /// `rows` (numbers only; 0 for text, and without an entropy-coding codec) are the rows
+    /// expected in the file: the dictionary the column would need there is projected from the
+    /// sample. A number column whose distinct values keep growing with the rows (durations,
+    /// byte counts, a flow id that two DNS rows share) overflows the dictionary page later in the
+    /// chunk, and parquet-rs then writes the rest plain, after a dictionary that bought nothing
+    /// (generated conn `duration`: 3.24 B/row that way, 2.91 plain; EVE dns `flow_id` 4.0 and
+    /// 3.3). The projection follows Heaps' law,
+    /// distinct(N) = distinct(n) * (N/n)^b, with b measured between the sample's first half and
+    /// the whole sample: a pool of values that the sample already mostly covers (ports, packet
+    /// counts, 30k hosts) grows little and keeps its dictionary, values that keep coming grow
+    /// linearly and lose it.
+    /// `n` is the number of `values` (the sample's valid values).
+    fn unique<'a>(
+        values: impl Iterator<Item = &'a [u8]>,
+        n: usize,
+        overhead: usize,
+        page: usize,
+        rows: usize,
+    ) -> (bool, f64) {
+        let mut seen: HashSet<&[u8]> = HashSet::new();
+        let (mut bytes, mut dict_bytes, mut half_distinct) = (0usize, 0usize, 0usize);
+        for (i, v) in values.enumerate() {
+            if i == n / 2 {
+                half_distinct = seen.len();
+            }
+            bytes += v.len();
+            if seen.insert(v) {
+                dict_bytes += v.len() + overhead;
+            }
+        }
+        let mean = bytes as f64 / n.max(1) as f64;
+        let mut projected = dict_bytes as f64;
+        if rows > n && half_distinct > 0 {
+            let b = (seen.len() as f64 / half_distinct as f64)
+                .log2()
+                .clamp(0.0, 1.0);
+            projected *= (rows as f64 / n as f64).powf(b);
+        }
+        (seen.len() * 2 > n || projected > page as f64, mean)
+    }
+    type Out = Vec<HighCardinality>;
+    /// `pages`: the dictionary page limits of string and of other columns.
+    /// `rows`: the rows expected in the file.
+    fn walk(
+        path: &mut Vec<String>,
+        a: &dyn Array,
+        pages: (usize, usize),
+        rows: usize,
+        out: &mut Out,
+    ) {
+        let n = a.len().min(CARDINALITY_SAMPLE);
+        let valid = (0..n).filter(|&i| a.is_valid(i)).count();
+        if valid < 64 {
+            return;
+        }
+        let (high, mean, sample) = match a.data_type() {
+            DataType::Struct(fields) => {
+                let s = a.as_struct();
+                for (f, c) in fields.iter().zip(s.columns()) {
+                    path.push(f.name().clone());
+                    walk(path, c.as_ref(), pages, rows, out);
+                    path.pop();
+                }
+                return;
+            }
+            DataType::Utf8 => {
+                let s = a.as_string::<i32>();
+                let vals = (0..n)
+                    .filter(|&i| s.is_valid(i))
+                    .map(|i| s.value(i).as_bytes());
+                // A dictionary entry is the value plus its 4-byte length.
+                let (high, mean) = unique(vals, valid, 4, pages.0, 0);
+                let offsets = s.value_offsets();
+                let rows =
+                    partition_point(1, n, |i| ((offsets[i] - offsets[0]) as usize) < TRIAL_BYTES);
+                (high, Some(mean), Some(a.slice(0, rows.max(1))))
+            }
+            // Decimals up to 18 digits are 4- or 8-byte integers in the file; counted as 8 bytes
+            // (their low 8 bytes tell them apart), which errs towards plain for the 4-byte ones.
+            DataType::Int64
+            | DataType::UInt64
+            | DataType::Float64
+            | DataType::Decimal128(..=18, _) => {
+                let d = a.to_data();
+                let width = if matches!(a.data_type(), DataType::Decimal128(..)) {
+                    16
+                } else {
+                    8
+                };
+                let v = &d.buffers()[0].as_slice()[d.offset() * width..];
+                let vals = (0..n)
+                    .filter(|&i| a.is_valid(i))
+                    .map(|i| &v[i * width..i * width + 8]);
+                (unique(vals, valid, 0, pages.1, rows).0, None, None)
+            }
+            _ => return,
+        };
+        if high {
+            out.push(HighCardinality {
+                path: path.clone(),
+                mean_len: mean,
+                text_sample: sample,
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        let mut p = vec![f.name().clone()];
+        walk(
+            &mut p,
+            c.as_ref(),
+            (string_dict_page, dict_page),
+            expected_rows,
+            &mut out,
+        );
+    }
+    out
+}

@@ -1,0 +1,87 @@
+//! File formats: a [`FileSink`] takes sorted batches and produces one Parquet or Feather file.
+//!
+//! Parquet files get: the configured codec and level, row groups cut at a compressed-size
+//! target, dictionary encoding (parquet-rs falls back to plain for high-cardinality columns),
+//! page-level statistics with the column and offset index, DELTA_BINARY_PACKED for time columns,
+//! bloom filters on lookup columns (built by the `bloom` module for text and integer leaves, by
+//! parquet-rs for others), `sorting_columns` metadata, and silt's schema metadata as
+//! key-value metadata next to the embedded Arrow schema. Per-column encoding hints
+//! ([`crate::config::EncodingHints`]) are resolved by [`encoding_plan`] and applied last.
+//!
+//! [`open`] puts a Parquet file's writer properties together in three layers, each in a module
+//! of its own, and hands them to the sink:
+//! - `properties`: what follows from the configuration and the schema alone (codec and level,
+//!   page sizes, time columns, bloom filters, `sorting_columns`, key-value metadata);
+//! - `choices`: what silt decides per column from the file's first batch (no dictionary for
+//!   high-cardinality leaves, the smallest text layout by trial, no min/max for text that comes in
+//!   no order);
+//! - `hints`: the user's per-column encoding hints, applied last ([`encoding_plan`]);
+//! - `parquet_sink`: the Parquet sink (row groups cut at a compressed-size target, column
+//!   chunks encoded in parallel); `feather`: the Feather (Arrow IPC) sink;
+//! - `paths`: naming leaf columns (Parquet leaf paths, the user's dotted paths).
+//!
+//! Touches only the writer it is given: every sink writes into `out` and nothing else.
+
+mod choices;
+mod feather;
+mod hints;
+mod parquet_sink;
+mod paths;
+mod properties;
+
+use std::fs::File;
+use std::io::BufWriter;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+
+use crate::background::Background;
+use crate::config::{StoreKind, WriterConfig};
+
+pub use choices::CARDINALITY_SAMPLE;
+pub use hints::{encoding_plan, ColumnEncoding};
+pub use paths::leaf_paths;
+pub use properties::compression;
+
+/// Writes one file.
+pub trait FileSink: Send {
+    fn write(&mut self, batch: &RecordBatch) -> anyhow::Result<()>;
+    /// Bytes this sink holds in memory (the in-progress row group).
+    fn memory_size(&self) -> usize;
+    /// Writes the footer and returns the underlying writer for publishing.
+    fn finish(self: Box<Self>) -> anyhow::Result<BufWriter<File>>;
+}
+
+/// Opens a sink for `schema` writing into `out`. `sort` are the sort-key column paths (for
+/// Parquet `sorting_columns`), `expected_rows` a hint for sizing bloom filters. The sink encodes on
+/// a thread of its own ([`Background`]): `write` returns once the batch is handed over.
+pub fn open(
+    cfg: &WriterConfig,
+    schema: &SchemaRef,
+    sort: &[String],
+    expected_rows: usize,
+    first: &RecordBatch,
+    out: BufWriter<File>,
+) -> anyhow::Result<Box<dyn FileSink>> {
+    let sink: Box<dyn FileSink> = match cfg.store {
+        StoreKind::Parquet => {
+            let (props, blooms) = properties::parquet_properties(cfg, schema, sort, expected_rows)?;
+            let mut props = choices::apply(props, cfg, first, expected_rows)?;
+            // The user's hints come last: they override the automatic choices.
+            if !cfg.encodings.is_empty() {
+                for c in encoding_plan(cfg, schema).map_err(anyhow::Error::msg)? {
+                    props = c.apply(props, cfg.dictionary_page_bytes);
+                }
+            }
+            Box::new(parquet_sink::ParquetSink::new(
+                out,
+                schema,
+                props.build(),
+                cfg.row_group_bytes,
+                blooms,
+            )?)
+        }
+        StoreKind::Feather => Box::new(feather::FeatherSink::new(cfg, schema, out)?),
+    };
+    Ok(Box::new(Background::spawn(sink)?))
+}

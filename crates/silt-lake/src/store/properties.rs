@@ -1,0 +1,192 @@
+//! A Parquet file's writer properties from the configuration and the schema alone: the codec and
+//! its level (including zstd's negative levels), page and dictionary page sizes, page-level
+//! statistics, time columns delta-encoded without a dictionary, bloom filters (which lookup
+//! columns silt builds itself, [`Blooms`], and which parquet-rs builds), `sorting_columns` and
+//! silt's schema metadata as key-value metadata. The per-column choices judged on data
+//! (`choices`) and the user's hints (`hints`) are applied on top of these.
+//!
+//! Touches nothing: it only computes.
+
+use arrow::datatypes::{DataType, Schema};
+use parquet::basic::{BrotliLevel, Compression, Encoding, GzipLevel, ZstdLevel};
+use parquet::file::metadata::{KeyValue, SortingColumn};
+use parquet::file::properties::{
+    EnabledStatistics, WriterProperties, WriterPropertiesBuilder, WriterVersion,
+};
+use parquet::schema::types::ColumnPath;
+
+use super::paths::{leaf_paths, through_structs};
+use crate::bloom::BloomBuilder;
+use crate::config::{Codec, WriterConfig};
+
+/// The parquet-rs codec for a configuration.
+pub fn compression(codec: Codec, level: Option<i32>) -> anyhow::Result<Compression> {
+    Ok(match codec {
+        Codec::Zstd => Compression::ZSTD(zstd_level(level.unwrap_or(1))?),
+        Codec::Snappy => Compression::SNAPPY,
+        Codec::Lz4 => Compression::LZ4_RAW,
+        Codec::Gzip => Compression::GZIP(GzipLevel::try_new(level.unwrap_or(6) as u32)?),
+        Codec::Brotli => Compression::BROTLI(BrotliLevel::try_new(level.unwrap_or(1) as u32)?),
+        Codec::None => Compression::UNCOMPRESSED,
+    })
+}
+
+/// A zstd level for parquet-rs, including zstd's negative "fast" levels.
+///
+/// parquet-rs's `ZstdLevel::try_new` only accepts 1..=22, although its codec hands the level
+/// straight to libzstd, which also accepts -7..=-1 (faster, larger). Those levels are part of
+/// what users compare (`--level -5`), so for them we build the value directly; `ZstdLevel` is a
+/// one-field tuple struct around `i32` (checked by the size assertion below and by the
+/// `negative_zstd_levels_take_effect` test, which fails if the level were ignored).
+fn zstd_level(level: i32) -> anyhow::Result<ZstdLevel> {
+    if level >= 1 {
+        return Ok(ZstdLevel::try_new(level)?);
+    }
+    anyhow::ensure!(
+        (-7..=-1).contains(&level),
+        "zstd level {level} is out of range (-7..=-1 or 1..=22)"
+    );
+    const _: () = assert!(std::mem::size_of::<ZstdLevel>() == std::mem::size_of::<i32>());
+    // SAFETY: ZstdLevel is `struct ZstdLevel(i32)` with no other fields or invariants that the
+    // codec relies on beyond passing the value to libzstd, which accepts negative levels.
+    let l: ZstdLevel = unsafe { std::mem::transmute::<i32, ZstdLevel>(level) };
+    anyhow::ensure!(l.compression_level() == level, "zstd level layout changed");
+    Ok(l)
+}
+
+/// The lookup columns whose bloom filters silt builds ([`crate::bloom`]): leaf index and dotted
+/// path, with the filters' sizing.
+pub(super) struct Blooms {
+    ndv: u64,
+    fpp: f64,
+    columns: Vec<(usize, String)>,
+}
+
+impl Blooms {
+    /// Empty filters for one row group, by leaf index.
+    pub(super) fn builders(
+        &self,
+        leaves: usize,
+    ) -> anyhow::Result<Vec<Option<(BloomBuilder, String)>>> {
+        let mut out: Vec<Option<(BloomBuilder, String)>> = (0..leaves).map(|_| None).collect();
+        for (leaf, path) in &self.columns {
+            out[*leaf] = Some((BloomBuilder::new(self.ndv, self.fpp)?, path.clone()));
+        }
+        Ok(out)
+    }
+}
+
+/// The writer properties that follow from `cfg` and `schema` (see the module doc), and the
+/// bloom filters silt builds itself.
+pub(super) fn parquet_properties(
+    cfg: &WriterConfig,
+    schema: &Schema,
+    sort: &[String],
+    expected_rows: usize,
+) -> anyhow::Result<(WriterPropertiesBuilder, Blooms)> {
+    let mut b = WriterProperties::builder()
+        .set_writer_version(WriterVersion::PARQUET_1_0)
+        .set_compression(compression(cfg.codec, cfg.level)?)
+        .set_max_row_group_row_count(None)
+        .set_max_row_group_bytes(None)
+        .set_data_page_size_limit(cfg.page_bytes)
+        .set_dictionary_page_size_limit(cfg.page_bytes)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_created_by(format!("silt {}", env!("CARGO_PKG_VERSION")));
+
+    let leaves = leaf_paths(schema);
+    // Time columns: sorted (or nearly) 64-bit integers; a dictionary only costs space there,
+    // delta encoding shrinks them to a few bits per row.
+    for (path, dt) in &leaves {
+        if matches!(dt, DataType::Timestamp(_, _)) {
+            let cp = ColumnPath::new(path.clone());
+            b = b
+                .set_column_dictionary_enabled(cp.clone(), false)
+                .set_column_encoding(cp, Encoding::DELTA_BINARY_PACKED);
+        }
+        // Strings get a larger dictionary page than numbers (see `dictionary_page_bytes`).
+        if matches!(
+            dt,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        ) {
+            b = b.set_column_dictionary_page_size_limit(
+                ColumnPath::new(path.clone()),
+                cfg.dictionary_page_bytes,
+            );
+        }
+    }
+
+    let mut bloom: Vec<String> = cfg.bloom_columns.clone();
+    if cfg.bloom_lookup_columns {
+        bloom.extend(silt_core::meta::lookup_columns(schema));
+    }
+    bloom.sort();
+    bloom.dedup();
+    let ndv = expected_rows.clamp(1024, 1 << 20) as u64;
+    let mut ours = Blooms {
+        ndv,
+        fpp: cfg.bloom_fpp,
+        columns: Vec::new(),
+    };
+    for col in bloom {
+        let path: Vec<String> = col.split('.').map(str::to_string).collect();
+        match leaves.iter().position(|(p, _)| *p == path) {
+            Some(leaf)
+                if crate::bloom::supported(&leaves[leaf].1) && through_structs(schema, &path) =>
+            {
+                ours.columns.push((leaf, col));
+            }
+            Some(_) => {
+                let cp = ColumnPath::new(path);
+                b = b
+                    .set_column_bloom_filter_enabled(cp.clone(), true)
+                    .set_column_bloom_filter_fpp(cp.clone(), cfg.bloom_fpp)
+                    .set_column_bloom_filter_max_ndv(cp, ndv);
+            }
+            None => {}
+        }
+    }
+
+    let sorting: Vec<SortingColumn> = sort
+        .iter()
+        .filter_map(|s| {
+            let path: Vec<String> = s.split('.').map(str::to_string).collect();
+            leaves
+                .iter()
+                .position(|(p, _)| *p == path)
+                .map(|i| SortingColumn {
+                    column_idx: i as i32,
+                    descending: false,
+                    nulls_first: true,
+                })
+        })
+        .collect();
+    if sorting.len() == sort.len() && !sorting.is_empty() {
+        b = b.set_sorting_columns(Some(sorting));
+    }
+
+    let kv: Vec<KeyValue> = schema
+        .metadata()
+        .iter()
+        .filter(|(k, _)| k.starts_with("silt."))
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .collect();
+    if !kv.is_empty() {
+        b = b.set_key_value_metadata(Some(kv));
+    }
+    Ok((b, ours))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zstd_levels() {
+        assert_eq!(zstd_level(-5).unwrap().compression_level(), -5);
+        assert_eq!(zstd_level(19).unwrap().compression_level(), 19);
+        assert!(zstd_level(0).is_err());
+        assert!(zstd_level(23).is_err());
+        assert!(zstd_level(-8).is_err());
+    }
+}
