@@ -1,7 +1,9 @@
-//! `--parse-field log=access`: an [`Emit`] wrapper that parses a string column holding
-//! access-log lines (the Docker `log` field of an nginx container) into typed columns.
+//! `--parse-field log=access`: a [`Transform`] that parses a string column holding access-log
+//! lines (the Docker `log` field of an nginx container) into typed columns.
 //!
-//! Touches only the batches passing through it; forwards everything to the wrapped [`Emit`].
+//! Touches only the batches passing through it, and keeps its own counters
+//! ([`ParseField::parsed`], [`ParseField::unparsed`]); [`Transform::report`] says how many values
+//! did not match.
 //!
 //! ## Rules
 //! - The parsed columns are plain top-level columns (not a struct), so `status = 200` is a
@@ -18,7 +20,7 @@
 //!   value.
 //! - A value that does not match the format keeps its row: the parsed columns are null and the
 //!   raw text stays in the original column. It is NOT also sent as a reject, so every input
-//!   record is counted exactly once (as a row); [`ParseFieldEmit::unparsed`] counts them and
+//!   record is counted exactly once (as a row); [`ParseField::unparsed`] counts them and
 //!   `WHERE log IS NOT NULL` (without `--keep-field`) finds them.
 //! - A null value gives null parsed columns. A batch without the field passes unchanged.
 //!   A field that is not a string column is an error.
@@ -30,7 +32,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use silt_core::{meta, Emit, Reject, TableName};
+use silt_core::{meta, TableName, Transform};
 
 use crate::columns::RowBuilder;
 use crate::format::LogFormat;
@@ -62,20 +64,18 @@ impl ParseFieldSpec {
     }
 }
 
-/// Wraps an [`Emit`], parsing one string column of every batch (see the module documentation).
-pub struct ParseFieldEmit<'a> {
-    inner: &'a mut dyn Emit,
+/// Parses one string column of every batch (see the module documentation).
+pub struct ParseField {
     spec: ParseFieldSpec,
     rows: RowBuilder,
     unparsed: u64,
     parsed: u64,
 }
 
-impl<'a> ParseFieldEmit<'a> {
-    pub fn new(inner: &'a mut dyn Emit, spec: ParseFieldSpec) -> Self {
+impl ParseField {
+    pub fn new(spec: ParseFieldSpec) -> Self {
         let rows = RowBuilder::new(spec.format.clone(), 1024);
-        ParseFieldEmit {
-            inner,
+        ParseField {
             spec,
             rows,
             unparsed: 0,
@@ -184,18 +184,24 @@ impl<'a> ParseFieldEmit<'a> {
     }
 }
 
-impl Emit for ParseFieldEmit<'_> {
-    fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
-        let b = self.transform(batch)?;
-        self.inner.batch(table, b)
+impl Transform for ParseField {
+    fn name(&self) -> String {
+        format!("parse-field {}={}", self.spec.field, self.spec.format.spec)
     }
-    fn reject(&mut self, reject: Reject) -> anyhow::Result<()> {
-        self.inner.reject(reject)
+
+    fn apply(&mut self, _table: &TableName, batch: RecordBatch) -> anyhow::Result<RecordBatch> {
+        self.transform(batch)
     }
-    fn progress(&mut self, bytes: u64) {
-        self.inner.progress(bytes)
-    }
-    fn table_bytes(&mut self, table: &TableName, bytes: u64) {
-        self.inner.table_bytes(table, bytes)
+
+    /// `3 of 120 values did not match the access-log format; ...` when any did not.
+    fn report(&self) -> Vec<String> {
+        if self.unparsed == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{} of {} values did not match the access-log format; their rows are kept with the raw text in the original column and null parsed columns",
+            self.unparsed,
+            self.unparsed + self.parsed
+        )]
     }
 }

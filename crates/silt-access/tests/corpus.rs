@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, TimestampMicrosecondType, UInt16Type, UInt64Type};
-use silt_access::{AccessOptions, ParseFieldEmit, ParseFieldSpec};
-use silt_core::{meta, CollectEmit, Emit, ReadOptions, SourceInfo, TableName};
+use silt_access::{AccessOptions, ParseField, ParseFieldSpec};
+use silt_core::{meta, CollectEmit, ReadOptions, SourceInfo, TableName, Transform};
 
 fn corpus() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/weblogs");
@@ -403,16 +403,19 @@ fn parse_field_rules() {
     ];
     let table = TableName::new("docker", "log");
     for keep in [false, true] {
-        let mut inner = CollectEmit::default();
-        let mut pf = ParseFieldEmit::new(
-            &mut inner,
+        // Boxed the way the pipeline holds transforms.
+        let mut pf: Box<dyn Transform> = Box::new(ParseField::new(
             ParseFieldSpec::parse("log=access", keep).unwrap(),
+        ));
+        assert_eq!(pf.name(), "parse-field log=access");
+        let b = pf.apply(&table, docker_batch(&lines)).unwrap();
+        assert_eq!(
+            pf.report(),
+            [
+                "1 of 3 values did not match the access-log format; their rows are kept with the \
+              raw text in the original column and null parsed columns"
+            ]
         );
-        pf.batch(&table, docker_batch(&lines)).unwrap();
-        assert_eq!((pf.parsed(), pf.unparsed()), (2, 1));
-        drop(pf);
-        assert!(inner.rejects.is_empty());
-        let b = one_table(&inner);
         let names: Vec<String> = b
             .schema()
             .fields()
@@ -458,24 +461,25 @@ fn parse_field_rules() {
             assert_eq!(log, [None, s("not an access line\n"), None, None]);
         }
     }
+    // The counters add up over batches; a null is neither parsed nor unparsed.
+    let mut pf = ParseField::new(ParseFieldSpec::parse("log=access", false).unwrap());
+    for _ in 0..2 {
+        pf.apply(&table, docker_batch(&lines)).unwrap();
+    }
+    assert_eq!((pf.parsed(), pf.unparsed()), (4, 2));
+    assert!(pf.report()[0].starts_with("2 of 6 values did not match"));
     // A batch without the field passes unchanged; a non-string field is an error.
-    let mut inner = CollectEmit::default();
-    let mut pf = ParseFieldEmit::new(
-        &mut inner,
-        ParseFieldSpec::parse("message=combined", false).unwrap(),
-    );
+    let mut pf = ParseField::new(ParseFieldSpec::parse("message=combined", false).unwrap());
     let b = docker_batch(&lines);
-    assert_eq!(pf.transform(b.clone()).unwrap(), b);
-    let mut pf = ParseFieldEmit::new(
-        &mut inner,
-        ParseFieldSpec::parse("x=combined", false).unwrap(),
-    );
+    assert_eq!(pf.apply(&table, b.clone()).unwrap(), b);
+    assert!(pf.report().is_empty());
+    let mut pf = ParseField::new(ParseFieldSpec::parse("x=combined", false).unwrap());
     let nb = RecordBatch::try_new(
         Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, true)])),
         vec![Arc::new(arrow::array::Int32Array::from(vec![1]))],
     )
     .unwrap();
-    assert!(pf.transform(nb).is_err());
+    assert!(pf.apply(&table, nb).is_err());
 }
 
 #[test]
@@ -490,15 +494,15 @@ fn fluent_bit_docker_apache_line_via_parse_field() {
         std::fs::read_to_string(dir.join("docker-json-file/fluent-bit-apache-logs.log")).unwrap();
     let rec: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     let log = rec["log"].as_str().unwrap();
-    let mut inner = CollectEmit::default();
-    let mut pf = ParseFieldEmit::new(&mut inner, ParseFieldSpec::parse("log", false).unwrap());
-    pf.batch(
-        &TableName::new("docker", "apache"),
-        docker_batch(&[Some(log)]),
-    )
-    .unwrap();
-    assert_eq!(pf.unparsed(), 0);
-    let b = one_table(&inner);
+    let mut pf = ParseField::new(ParseFieldSpec::parse("log", false).unwrap());
+    let b = pf
+        .apply(
+            &TableName::new("docker", "apache"),
+            docker_batch(&[Some(log)]),
+        )
+        .unwrap();
+    assert_eq!((pf.parsed(), pf.unparsed()), (1, 0));
+    assert!(pf.report().is_empty());
     assert_eq!(strs(&b, "remote_addr"), [s("20.38.166.115")]);
     assert_eq!(strs(&b, "path"), [s("/intra-abdominally")]);
     assert_eq!(u16s(&b, "status"), [Some(500)]);

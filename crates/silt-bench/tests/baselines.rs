@@ -2,13 +2,12 @@
 //! which installs them from PyPI on first use) write a small generated table `--repetitions`
 //! times; the results must hold the median of the repetitions, the same rows as silt's table,
 //! and the size of the file each tool left; `baselines.csv` must list every repetition. Skips
-//! with a message when no Python with duckdb and pyarrow can be had.
+//! with a message when no Python with duckdb and pyarrow can be had (fails in CI: silt-testkit).
 
 use std::path::Path;
 
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::{BenchOptions, BoundedCollect};
-use silt_core::SourceInfo;
 use silt_lake::StoreKind;
 
 /// Runs the benchmark with baselines on 3,000 generated conn rows: Parquet with `codec` only,
@@ -16,10 +15,7 @@ use silt_lake::StoreKind;
 fn bench(dir: &Path, codec: &str) -> Option<silt_bench::BenchOutcome> {
     let py = match silt_bench::baselines::find_python(None) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
+        Err(e) => return silt_testkit::skip(&e),
     };
     let logs = dir.join("logs");
     let zr = silt_gen::generate_zeek(
@@ -33,11 +29,9 @@ fn bench(dir: &Path, codec: &str) -> Option<silt_bench::BenchOutcome> {
     .unwrap();
     let mut c = BoundedCollect::new(1_000_000);
     for f in &zr.files {
-        let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
-        silt_readers::read(
-            silt_readers::Format::Zeek,
-            &mut r,
-            &SourceInfo::from_path(&f.path),
+        silt_ingest::jobs::read_file(
+            &silt_readers::zeek::FORMAT,
+            &f.path,
             &Default::default(),
             &mut c,
         )

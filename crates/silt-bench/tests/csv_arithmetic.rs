@@ -10,20 +10,10 @@ use std::path::Path;
 
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::{BenchOptions, BoundedCollect};
-use silt_core::SourceInfo;
 use silt_lake::StoreKind;
 
-fn read_into(path: &Path, fmt: silt_readers::Format, c: &mut BoundedCollect) {
-    let f = std::fs::File::open(path).unwrap();
-    let mut r = std::io::BufReader::new(f);
-    silt_readers::read(
-        fmt,
-        &mut r,
-        &SourceInfo::from_path(path),
-        &silt_core::ReadOptions::default(),
-        c,
-    )
-    .unwrap();
+fn read_into(path: &Path, fmt: &silt_core::FormatSpec, c: &mut BoundedCollect) {
+    silt_ingest::jobs::read_file(fmt, path, &Default::default(), c).unwrap();
 }
 
 fn file_rows(path: &Path, store: &str) -> u64 {
@@ -69,10 +59,10 @@ fn csv_figures_match_the_files_written() {
 
     let mut c = BoundedCollect::new(1_000_000);
     for f in &zr.files {
-        read_into(&f.path, silt_readers::Format::Zeek, &mut c);
+        read_into(&f.path, &silt_readers::zeek::FORMAT, &mut c);
     }
     for f in &sr.files {
-        read_into(&f.path, silt_readers::Format::Suricata, &mut c);
+        read_into(&f.path, &silt_readers::suricata::FORMAT, &mut c);
     }
     assert_eq!(c.rejects, 0);
     let tables = c.finish(true).unwrap().tables;

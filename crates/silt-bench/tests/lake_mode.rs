@@ -4,7 +4,7 @@
 use silt_bench::collect::load_lake;
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::BenchOptions;
-use silt_core::{Emit, SourceInfo};
+use silt_core::Emit;
 use silt_lake::{LakeWriter, StoreKind, WriterConfig};
 use std::path::{Path, PathBuf};
 
@@ -22,11 +22,9 @@ fn generated_lake(dir: &Path, events: u64, logs: &[&str]) -> (PathBuf, silt_gen:
     let lake = dir.join("lake");
     let mut w = LakeWriter::new(&lake, WriterConfig::default()).unwrap();
     for f in &zr.files {
-        let mut r = std::io::BufReader::new(std::fs::File::open(&f.path).unwrap());
-        silt_readers::read(
-            silt_readers::Format::Zeek,
-            &mut r,
-            &SourceInfo::from_path(&f.path),
+        silt_ingest::jobs::read_file(
+            &silt_readers::zeek::FORMAT,
+            &f.path,
             &Default::default(),
             &mut w as &mut dyn Emit,
         )

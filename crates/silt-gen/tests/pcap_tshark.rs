@@ -11,11 +11,7 @@ use std::process::Command;
 use silt_gen::{generate_pcap, PcapOptions, PcapReport};
 
 fn have_tshark() -> bool {
-    Command::new("tshark")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    silt_testkit::tool(&["tshark"], "scripts/apt-deps.sh installs it").is_some()
 }
 
 /// Number of frames tshark shows for a display filter (empty filter = all frames).
@@ -93,7 +89,6 @@ fn check(file: &Path, r: &PcapReport) {
 
 fn run(pcapng: bool) {
     if !have_tshark() {
-        eprintln!("tshark not found, skipping");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

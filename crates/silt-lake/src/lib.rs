@@ -16,6 +16,8 @@
 //! - [`layout`]: partition directories and file names;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
+//! - [`imports`]: the record of what imports consumed (no duplicate rows on a re-run or after a
+//!   crash);
 //! - [`inspect`]: a Parquet file's row groups, column chunks, encodings and statistics.
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
@@ -26,6 +28,7 @@ mod bloom;
 pub mod catalog;
 pub mod config;
 pub mod ddl;
+pub mod imports;
 pub mod inspect;
 pub mod layout;
 mod narrow;

@@ -272,8 +272,9 @@ fn python() -> Option<String> {
 
 #[test]
 fn duckdb_executes_its_statement() {
-    let Some(py) = python() else {
-        eprintln!("duckdb (scripts/pyenv.sh) not available, skipping");
+    let Some(py) =
+        python().or_else(|| silt_testkit::skip("duckdb (scripts/pyenv.sh) is not available"))
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -350,8 +351,9 @@ fn duckdb_reads_the_types_the_hive_dialects_declare() {
     // DuckDB cannot run Hive DDL, but it can check that the Parquet values fit the declared types
     // (decimal(20,0) for UInt64, int for UInt16, smallint for UInt8, timestamp, ...): cast every
     // column to the Spark/Athena type and compare with the uncast value.
-    let Some(py) = python() else {
-        eprintln!("duckdb (scripts/pyenv.sh) not available, skipping");
+    let Some(py) =
+        python().or_else(|| silt_testkit::skip("duckdb (scripts/pyenv.sh) is not available"))
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

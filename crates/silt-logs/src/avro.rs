@@ -1,5 +1,5 @@
-//! Avro object container files, read with `apache-avro`. The file's own (writer) schema gives the
-//! table schema (mapping in [`crate::schema_file`]); `--schema` replaces it (records are then
+//! Avro object container files, decoded with `apache-avro`. The file's own (writer) schema gives
+//! the table schema (mapping in [`crate::schema_file`]); `--schema` replaces it (records are then
 //! conformed to it by field name). Every compression codec the crate is built with is read
 //! (null and deflate).
 //!
@@ -7,56 +7,380 @@
 //! bytes/fixed -> lowercase hex text, decimal -> exact decimal text (-> Decimal128), date ->
 //! Date32, time-millis/micros -> Time64(us), timestamp-millis/micros/nanos and the local-timestamp
 //! variants -> Timestamp(us, UTC) (nanoseconds truncated), maps -> JSON text, unions -> the
-//! branch's value. Rejects carry the record number: a record that does not fit `--schema`. A
-//! corrupt block ends the file: `Err` after the records before it were emitted.
-//! Touches nothing but `input` and `out`.
+//! branch's value. Rejects carry the record number: a record that does not fit `--schema`.
+//! A file that is not Avro, a corrupt header or block (a wrong sync marker, a record that does not
+//! decode, a block larger than [`MAX_BLOCK_BYTES`]) or a file cut short ends the stream with
+//! `Err`, after the records before it were emitted. Each record's share of its block's bytes
+//! counts as the table's input bytes.
+//!
+//! [`AvroDecoder`] is the decoder: it frames the header, then each whole block (count, size,
+//! data, 16-byte sync marker) as it completes in the pieces it is fed, and decodes the block with
+//! an `apache_avro::Reader` over the header and that one block; between pieces it holds at most
+//! the unfinished block. [`FORMAT`] declares the format `avro`. Touches nothing but the bytes it
+//! is fed and `out`.
 
-use std::io::BufRead;
+use std::io::Read;
 
-use anyhow::{anyhow, Context};
+use anyhow::{anyhow, bail, Context};
 use apache_avro::schema::Schema as Avro;
 use apache_avro::types::Value as AV;
-use silt_core::{Emit, ReadOptions, SourceInfo};
+use silt_core::format::Confidence;
+use silt_core::{
+    Decoder, Emit, FormatOptions, FormatSpec, Probe, ReadOptions, SourceInfo, TableName,
+};
 use silt_readers::json::Value;
 
 use crate::schema_file::TargetSchema;
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
 
-pub fn read(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    ro: &ReadOptions,
-    lo: &LogOptions,
-    out: &mut dyn Emit,
-) -> anyhow::Result<()> {
-    let reader = apache_avro::Reader::new(input)
-        .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("{}: not an Avro object container file", source.display))?;
-    let schema = reader.writer_schema().clone();
-    let file_schema = TargetSchema::from_avro(&schema)?;
-    let table = lo.table_for(LogFormat::Avro, source);
-    let mut sink = Sink::new(source, table, ro, lo, false, Some(file_schema))?;
-    let mut n: u64 = 0;
-    let mut res = Ok(());
-    for item in reader {
-        n += 1;
-        match item {
-            Ok(v) => {
-                let rec = to_value(v, &schema);
-                if let Err(e) = sink.push(rec, n, &Vec::new, 0, out) {
-                    res = Err(e);
-                    break;
-                }
+/// The magic number of an object container file.
+pub const MAGIC: &[u8; 4] = b"Obj\x01";
+
+/// A larger block is refused (a corrupt size, or a file no writer silt knows makes).
+pub const MAX_BLOCK_BYTES: usize = 256 << 20;
+
+/// A larger header (magic, metadata, sync marker) is refused.
+pub const MAX_HEADER_BYTES: usize = 16 << 20;
+
+/// The `avro` format (object container files).
+pub static FORMAT: FormatSpec = FormatSpec {
+    name: "avro",
+    aliases: &[],
+    summary: "Avro object container files, the file's schema kept; table avro.<file stem>",
+    extensions: &["avro"],
+    sniff,
+    open,
+    text_fields: true,
+};
+
+fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {
+    let lo = opts.get_or_default::<LogOptions>();
+    Ok(Box::new(AvroDecoder::new(source, &opts.read, &lo)?))
+}
+
+/// 100 for the magic number `Obj\x01`.
+pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
+    p.head.starts_with(MAGIC).then_some(100)
+}
+
+/// A zigzag varint `long` at `buf[*pos..]`; `Ok(None)` when `buf` ends inside it.
+fn read_long(buf: &[u8], pos: &mut usize) -> Result<Option<i64>, String> {
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let Some(&b) = buf.get(*pos + i) else {
+            return Ok(None);
+        };
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            *pos += i + 1;
+            return Ok(Some(((v >> 1) as i64) ^ -((v & 1) as i64)));
+        }
+    }
+    Err("a variable-length integer longer than 10 bytes".into())
+}
+
+/// A length (a non-negative `long`), `what` naming it for the error.
+fn read_len(buf: &[u8], pos: &mut usize, what: &str) -> Result<Option<usize>, String> {
+    match read_long(buf, pos)? {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(format!("negative {what} {n}")),
+        Some(n) => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("{what} {n} is too large")),
+    }
+}
+
+/// The length of the header (magic, metadata map, sync marker) at the start of `buf`, `Ok(None)`
+/// when `buf` ends inside it.
+fn header_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    let m = buf.len().min(MAGIC.len());
+    if buf[..m] != MAGIC[..m] {
+        return Err("it does not start with the magic number Obj\\x01".into());
+    }
+    let mut pos = MAGIC.len();
+    macro_rules! need {
+        ($e:expr) => {
+            match $e? {
+                Some(v) => v,
+                None => return Ok(None),
             }
-            Err(e) => {
-                res = Err(anyhow!("{}: record {n}: {e}", source.display));
-                break;
+        };
+    }
+    loop {
+        let count = need!(read_long(buf, &mut pos));
+        if count == 0 {
+            break;
+        }
+        if count < 0 {
+            need!(read_len(buf, &mut pos, "metadata block size"));
+        }
+        for _ in 0..count.unsigned_abs() {
+            for what in ["metadata key length", "metadata value length"] {
+                let n = need!(read_len(buf, &mut pos, what));
+                pos = pos.checked_add(n).ok_or("metadata too large")?;
+                if pos > buf.len() {
+                    return Ok(None);
+                }
             }
         }
     }
-    let fin = sink.finish(out);
-    res.and(fin.map(|_| ()))
+    let end = pos + 16;
+    Ok((end <= buf.len()).then_some(end))
+}
+
+/// What [`AvroDecoder::block_len`] found at the start of the undecoded bytes.
+enum Frame {
+    /// The block is not complete yet.
+    Partial,
+    /// A whole block: its length (with the sync marker), record count and data size.
+    Block { len: usize, count: usize },
+}
+
+/// The header once read.
+struct Header {
+    bytes: Vec<u8>,
+    sync: [u8; 16],
+    schema: Avro,
+}
+
+/// The Avro decoder for one stream; see the module documentation.
+pub struct AvroDecoder {
+    source: SourceInfo,
+    ro: ReadOptions,
+    lo: LogOptions,
+    table: TableName,
+    header: Option<Header>,
+    sink: Option<Sink>,
+    /// Bytes not framed yet (the unfinished header or block).
+    carry: Vec<u8>,
+    /// Stream offset of the first byte not framed yet.
+    offset: u64,
+    records: u64,
+    /// The stream ended in an error: nothing more is read.
+    failed: bool,
+}
+
+impl AvroDecoder {
+    pub fn new(source: &SourceInfo, ro: &ReadOptions, lo: &LogOptions) -> anyhow::Result<Self> {
+        let table = lo.table_for(LogFormat::Avro, source);
+        if let Some(ts) = &lo.schema {
+            // `--schema` decides the table's schema whatever the file holds: check the options
+            // with it now (the file's own schema is known only once its header is read).
+            Sink::new(
+                source,
+                table.clone(),
+                ro,
+                lo,
+                false,
+                Some(ts.as_ref().clone()),
+            )?;
+        }
+        Ok(Self {
+            source: source.clone(),
+            ro: ro.clone(),
+            lo: lo.clone(),
+            table,
+            header: None,
+            sink: None,
+            carry: Vec::new(),
+            offset: 0,
+            records: 0,
+            failed: false,
+        })
+    }
+
+    /// Frames and decodes what lies whole in `buf` (which starts at `self.offset`); returns the
+    /// bytes used.
+    fn frame(&mut self, buf: &[u8], out: &mut dyn Emit) -> anyhow::Result<usize> {
+        let mut pos = 0;
+        if self.header.is_none() {
+            let len = match header_len(buf) {
+                Ok(Some(len)) => len,
+                Ok(None) if buf.len() > MAX_HEADER_BYTES => bail!(
+                    "{}: not an Avro object container file: no header within the first {MAX_HEADER_BYTES} bytes",
+                    self.source.display
+                ),
+                Ok(None) => return Ok(0),
+                Err(why) => bail!(
+                    "{}: not an Avro object container file: {why}",
+                    self.source.display
+                ),
+            };
+            self.start(&buf[..len])?;
+            pos = len;
+        }
+        loop {
+            let offset = self.offset + pos as u64;
+            match self.block_len(&buf[pos..]).map_err(|why| {
+                anyhow!(
+                    "{}: the block at byte offset {offset} (record {} on) is corrupt: {why}",
+                    self.source.display,
+                    self.records + 1
+                )
+            })? {
+                Frame::Partial => return Ok(pos),
+                Frame::Block { len, count } => {
+                    self.block(&buf[pos..pos + len], count, out)?;
+                    pos += len;
+                }
+            }
+        }
+    }
+
+    /// Reads the header: the writer schema, and the sink for the table.
+    fn start(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        let reader = apache_avro::Reader::new(bytes)
+            .map_err(|e| anyhow!("{e}"))
+            .with_context(|| {
+                format!("{}: not an Avro object container file", self.source.display)
+            })?;
+        let schema = reader.writer_schema().clone();
+        drop(reader);
+        let file_schema = TargetSchema::from_avro(&schema)?;
+        let sink = Sink::new(
+            &self.source,
+            self.table.clone(),
+            &self.ro,
+            &self.lo,
+            false,
+            Some(file_schema),
+        )?;
+        let mut sync = [0u8; 16];
+        sync.copy_from_slice(&bytes[bytes.len() - 16..]);
+        self.header = Some(Header {
+            bytes: bytes.to_vec(),
+            sync,
+            schema,
+        });
+        self.sink = Some(sink);
+        Ok(())
+    }
+
+    /// The block at the start of `buf`: complete or not; `Err` when it cannot be one.
+    fn block_len(&self, buf: &[u8]) -> Result<Frame, String> {
+        let mut pos = 0;
+        let Some(count) = read_len(buf, &mut pos, "record count")? else {
+            return Ok(Frame::Partial);
+        };
+        let Some(size) = read_len(buf, &mut pos, "block size")? else {
+            return Ok(Frame::Partial);
+        };
+        if size > MAX_BLOCK_BYTES {
+            return Err(format!(
+                "{size} bytes, more than the limit of {MAX_BLOCK_BYTES}"
+            ));
+        }
+        let len = pos + size + 16;
+        if buf.len() < len {
+            return Ok(Frame::Partial);
+        }
+        let sync = &self.header.as_ref().expect("header read").sync;
+        if buf[len - 16..len] != sync[..] {
+            return Err("it does not end with the file's sync marker".into());
+        }
+        Ok(Frame::Block { len, count })
+    }
+
+    /// Decodes one whole block (`count` records) into the sink.
+    fn block(&mut self, block: &[u8], count: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let header = self.header.as_ref().expect("header read");
+        let sink = self.sink.as_mut().expect("made with the header");
+        let reader = apache_avro::Reader::new(header.bytes.as_slice().chain(block))
+            .map_err(|e| anyhow!("{}: {e}", self.source.display))?;
+        // The block's bytes are shared among its records (the last takes the remainder).
+        let share = block.len() / count.max(1);
+        let mut given = 0;
+        for (i, item) in reader.enumerate() {
+            self.records += 1;
+            let v =
+                item.map_err(|e| anyhow!("{}: record {}: {e}", self.source.display, self.records))?;
+            let bytes = if i + 1 == count {
+                block.len() - given
+            } else {
+                share
+            };
+            given += bytes;
+            let rec = to_value(v, &header.schema);
+            sink.push(rec, self.records, &Vec::new, bytes, out)?;
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, e: anyhow::Error, out: &mut dyn Emit) -> anyhow::Error {
+        // What was read before is kept.
+        self.failed = true;
+        self.carry = Vec::new();
+        if let Some(s) = self.sink.as_mut() {
+            if let Err(f) = s.flush(out) {
+                return e.context(f);
+            }
+        }
+        e
+    }
+}
+
+impl Decoder for AvroDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        let res = if self.carry.is_empty() {
+            self.frame(bytes, out).map(|used| {
+                self.offset += used as u64;
+                self.carry.extend_from_slice(&bytes[used..]);
+            })
+        } else {
+            self.carry.extend_from_slice(bytes);
+            let carry = std::mem::take(&mut self.carry);
+            self.frame(&carry, out).map(|used| {
+                self.offset += used as u64;
+                self.carry = carry;
+                self.carry.drain(..used);
+            })
+        };
+        res.map_err(|e| self.fail(e, out))
+    }
+
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        match self.sink.as_mut() {
+            Some(s) => s.flush(out),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        let end = if self.header.is_none() {
+            let why = if self.carry.is_empty() {
+                "the input is empty".to_string()
+            } else {
+                format!(
+                    "the input ends inside the header ({} bytes)",
+                    self.carry.len()
+                )
+            };
+            Err(anyhow!(
+                "{}: not an Avro object container file: {why}",
+                self.source.display
+            ))
+        } else if !self.carry.is_empty() {
+            Err(anyhow!(
+                "{}: the file is cut short: it ends inside the block at byte offset {} (record {} on; {} bytes of it)",
+                self.source.display,
+                self.offset,
+                self.records + 1,
+                self.carry.len()
+            ))
+        } else {
+            Ok(())
+        };
+        let flushed = self.flush(out);
+        self.carry = Vec::new();
+        end.and(flushed)
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -177,6 +501,44 @@ pub fn to_value(v: AV, s: &Avro) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sniffs_the_magic_number_only() {
+        let probe = |head: &[u8]| {
+            sniff(&Probe {
+                head,
+                file_name: Some("x.bin"),
+            })
+        };
+        assert_eq!(probe(b"Obj\x01\x04\x16avro.schema"), Some(100));
+        for no in [
+            &b"Obj\x02"[..],
+            b"Obj",
+            b"{\"a\":1}\n",
+            b"\x82\xa1a\x01\xa1b\x02",
+            b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00",
+            b"a,b\n1,2\n",
+            b"",
+        ] {
+            assert_eq!(probe(no), None, "{no:02x?}");
+        }
+    }
+
+    #[test]
+    fn headers_are_framed_whole() {
+        let schema = apache_avro::Schema::parse_str(
+            r#"{"type":"record","name":"r","fields":[{"name":"a","type":"long"}]}"#,
+        )
+        .unwrap();
+        let w = apache_avro::Writer::new(&schema, Vec::new()).unwrap();
+        let file = w.into_inner().unwrap();
+        assert_eq!(header_len(&file), Ok(Some(file.len())));
+        for n in 0..file.len() {
+            assert_eq!(header_len(&file[..n]), Ok(None), "{n} bytes");
+        }
+        assert!(header_len(b"Obx").is_err());
+        assert!(header_len(b"Obj\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").is_err());
+    }
 
     #[test]
     fn decimals() {

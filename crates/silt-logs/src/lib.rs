@@ -1,20 +1,26 @@
 //! Generic log readers: NDJSON, MessagePack, CSV, TSV, LTSV, Avro, Docker json-file and syslog
 //! to Arrow batches, plus schema files (`--schema`: Avro `.avsc` or BigQuery JSON).
 //!
-//! Every reader has the reader shape of `silt_core::emit` plus its [`LogOptions`]; [`read`]
-//! dispatches on [`LogFormat`]. One module per format; shared parts:
+//! One module per format, each with its [`silt_core::Decoder`] (fed the stream in pieces split
+//! anywhere, or reading it whole) and its `FORMAT` spec for the format registry, sniffer
+//! included: [`ndjson::FORMAT`], [`msgpack::FORMAT`], [`delimited::CSV_FORMAT`],
+//! [`delimited::TSV_FORMAT`], [`ltsv::FORMAT`], [`avro::FORMAT`], [`docker::FORMAT`],
+//! [`syslog::FORMAT`]. Decoders take their options as [`LogOptions`] (through
+//! `silt_core::FormatOptions`). [`read`] is the old entry point, a thin wrapper that makes the
+//! format's decoder and reads a whole `BufRead` with it. Shared parts:
 //! - [`sink`]: records ([`silt_readers::json::Value`] objects) to batches: time field, schema
 //!   inference (the EVE rules of `silt_readers::json`) or conformance to a schema, rejects;
 //! - [`time`]: which field is the event time and how its values become UTC microseconds;
 //! - [`schema_file`]: Avro / BigQuery schemas to Arrow, and conforming records to them;
-//! - [`lines`]: bounded line reading.
+//! - [`lines`]: the decoder of the line-based formats (NDJSON, Docker, LTSV, syslog) on
+//!   `silt_core::decode::LineFramer`.
 //!
 //! Table names ([`LogOptions::table_for`]): `--table module.type` if given; else Docker logs go
 //! to `docker.logs`, and every other format to `<format>.<file stem>` (the file name up to its
 //! first dot, sanitized: `/var/log/app.2024.log.gz` read as json -> `json.app`), or
 //! `<format>.stdin` for standard input.
 //!
-//! This crate touches nothing but the inputs and the schema file it is handed and the `Emit` it
+//! This crate touches nothing but the bytes and the schema file it is handed and the `Emit` it
 //! writes to.
 
 pub mod avro;
@@ -30,11 +36,10 @@ pub mod syslog;
 pub mod time;
 
 use std::io::BufRead;
-use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use silt_core::{Emit, ReadOptions, SourceInfo, TableName};
+use silt_core::{Emit, FormatOptions, FormatSpec, ReadOptions, SourceInfo, TableName};
 
 pub use schema_file::TargetSchema;
 pub use time::TimeUnit;
@@ -66,95 +71,30 @@ impl LogFormat {
 
     /// The name used on the command line and as the default table module.
     pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The format's spec for the format registry.
+    pub fn spec(self) -> &'static FormatSpec {
         match self {
-            LogFormat::Json => "json",
-            LogFormat::Msgpack => "msgpack",
-            LogFormat::Csv => "csv",
-            LogFormat::Tsv => "tsv",
-            LogFormat::Ltsv => "ltsv",
-            LogFormat::Avro => "avro",
-            LogFormat::Docker => "docker",
-            LogFormat::Syslog => "syslog",
+            LogFormat::Json => &ndjson::FORMAT,
+            LogFormat::Msgpack => &msgpack::FORMAT,
+            LogFormat::Csv => &delimited::CSV_FORMAT,
+            LogFormat::Tsv => &delimited::TSV_FORMAT,
+            LogFormat::Ltsv => &ltsv::FORMAT,
+            LogFormat::Avro => &avro::FORMAT,
+            LogFormat::Docker => &docker::FORMAT,
+            LogFormat::Syslog => &syslog::FORMAT,
         }
-    }
-
-    /// The format a file extension says (`.gz` is looked through): `.json`/`.ndjson`/`.jsonl`,
-    /// `.msgpack`/`.mpk`/`.mp`, `.csv`, `.tsv`, `.ltsv`, `.avro`; `None` for anything else.
-    pub fn from_path(path: &Path) -> Option<LogFormat> {
-        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        let name = name.strip_suffix(".gz").unwrap_or(&name);
-        let ext = name.rsplit_once('.')?.1;
-        Some(match ext {
-            "json" | "ndjson" | "jsonl" => LogFormat::Json,
-            "msgpack" | "mpk" | "mp" => LogFormat::Msgpack,
-            "csv" => LogFormat::Csv,
-            "tsv" => LogFormat::Tsv,
-            "ltsv" => LogFormat::Ltsv,
-            "avro" => LogFormat::Avro,
-            _ => return None,
-        })
-    }
-
-    /// Guesses the format from the first bytes of the input: Avro magic `Obj\x01`; a JSON object
-    /// (Docker when the first line has `"log"` and `"stream"` or `"time"` keys); a MessagePack
-    /// map marker; a syslog `<PRI>` or a BSD `Mmm dd hh:mm:ss` start; tab-separated `label:value`
-    /// fields (LTSV); tabs (TSV); commas (CSV).
-    pub fn sniff(head: &[u8]) -> Option<LogFormat> {
-        if head.starts_with(b"Obj\x01") {
-            return Some(LogFormat::Avro);
-        }
-        let first = *head.first()?;
-        if matches!(first, 0x80..=0x8f | 0xde | 0xdf) {
-            return Some(LogFormat::Msgpack);
-        }
-        let line_end = memchr::memchr(b'\n', head).unwrap_or(head.len());
-        let line = String::from_utf8_lossy(&head[..line_end]);
-        let line = line.trim_start_matches('\u{feff}').trim();
-        if line.starts_with('{') {
-            if let Ok(serde_json::Value::Object(o)) = serde_json::from_str(line) {
-                if o.get("log").is_some_and(|l| l.is_string())
-                    && (o.contains_key("stream") || o.contains_key("time"))
-                {
-                    return Some(LogFormat::Docker);
-                }
-            }
-            return Some(LogFormat::Json);
-        }
-        let b = line.as_bytes();
-        if b.len() > 3 && b[0] == b'<' && b[1].is_ascii_digit() {
-            return Some(LogFormat::Syslog);
-        }
-        const MONTHS: [&str; 12] = [
-            "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
-            "Dec ",
-        ];
-        if MONTHS.iter().any(|m| line.starts_with(m)) {
-            return Some(LogFormat::Syslog);
-        }
-        if line.contains('\t') {
-            let ltsv = line
-                .split('\t')
-                .all(|f| f.split_once(':').is_some_and(|(k, _)| !k.is_empty()));
-            return Some(if ltsv {
-                LogFormat::Ltsv
-            } else {
-                LogFormat::Tsv
-            });
-        }
-        if line.contains(',') {
-            return Some(LogFormat::Csv);
-        }
-        None
     }
 }
 
 impl FromStr for LogFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let l = s.to_ascii_lowercase();
         LogFormat::ALL
             .into_iter()
-            .find(|f| f.name() == l || (l == "ndjson" && *f == LogFormat::Json))
+            .find(|f| f.spec().is_named(s))
             .ok_or_else(|| format!("unknown format {s:?}"))
     }
 }
@@ -202,7 +142,8 @@ pub fn default_table(format: LogFormat, source: &SourceInfo) -> TableName {
     TableName::new(format.name(), stem)
 }
 
-/// Reads one input in `format`.
+/// Reads one input in `format`: a thin wrapper over the format's decoder
+/// ([`silt_core::Decoder::read`], which also reports progress).
 pub fn read(
     format: LogFormat,
     input: &mut dyn BufRead,
@@ -211,33 +152,7 @@ pub fn read(
     lo: &LogOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    match format {
-        LogFormat::Json => ndjson::read(input, source, ro, lo, out),
-        LogFormat::Msgpack => msgpack::read(input, source, ro, lo, out),
-        LogFormat::Csv | LogFormat::Tsv => delimited::read(format, input, source, ro, lo, out),
-        LogFormat::Ltsv => ltsv::read(input, source, ro, lo, out),
-        LogFormat::Avro => avro::read(input, source, ro, lo, out),
-        LogFormat::Docker => docker::read(input, source, ro, lo, out),
-        LogFormat::Syslog => syslog::read(input, source, ro, lo, out),
-    }
-}
-
-/// Reads one input whose format is not given: the file extension decides, else the first bytes
-/// ([`LogFormat::sniff`]). `Ok(None)` when neither tells (nothing was read).
-pub fn read_detect(
-    path: Option<&Path>,
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    ro: &ReadOptions,
-    lo: &LogOptions,
-    out: &mut dyn Emit,
-) -> anyhow::Result<Option<LogFormat>> {
-    let format = match path.and_then(LogFormat::from_path) {
-        Some(f) => Some(f),
-        None => LogFormat::sniff(input.fill_buf()?),
-    };
-    if let Some(f) = format {
-        read(f, input, source, ro, lo, out)?;
-    }
-    Ok(format)
+    let opts = FormatOptions::new(ro.clone()).with(lo.clone());
+    let mut decoder = (format.spec().open)(&opts, source)?;
+    decoder.read(input, out)
 }

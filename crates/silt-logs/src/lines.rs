@@ -1,16 +1,19 @@
-//! Reading input line by line with a bounded line length, for the line-based formats (NDJSON,
-//! Docker json-file, LTSV, syslog).
+//! The decoder of the line-based formats (NDJSON, Docker json-file, LTSV, syslog): lines are cut
+//! by `silt_core::decode::LineFramer` out of the pieces the decoder is fed (a line may straddle
+//! any two pieces) and handed, numbered from 1, to the format's [`LineRecords`].
 //!
-//! Hand-written instead of `BufRead::read_until` so that one enormous line (a binary file read
-//! by mistake) cannot exhaust memory: a line longer than [`MAX_LINE_BYTES`] is reported as
-//! overlong with only its first bytes kept. [`for_each_line`] is the loop those readers share
-//! (progress, overlong and blank lines, read errors); [`utf8_or_reject`] the text check. Touches
-//! nothing but `input` and the rejects it hands to the [`Sink`].
+//! The rules every line format shares: `\r\n` ends a line like `\n`; a UTF-8 byte-order mark
+//! before the first line is ignored; blank lines (only white space) are skipped but counted; a
+//! line longer than [`MAX_LINE_BYTES`] is one reject (its first [`OVERLONG_KEEP`] bytes kept)
+//! and is never held in memory whole, so one enormous line (a binary file read by mistake)
+//! cannot exhaust memory. Between two pieces a [`LineDecoder`] holds the unfinished last line
+//! and what the format's [`Sink`] buffers for the next batch.
+//!
+//! Also the helpers those formats share: [`json_error_reason`] and [`utf8_or_reject`].
+//! Touches nothing but the bytes it is fed and the [`Emit`] it writes to.
 
-use std::io::{self, BufRead};
-
-use anyhow::Context;
-use silt_core::{Emit, SourceInfo};
+use silt_core::decode::{strip_bom, strip_cr, LineFramer, LineHandler};
+use silt_core::{Decoder, Emit};
 
 use crate::sink::Sink;
 
@@ -20,107 +23,84 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// How much of an overlong line is kept in its reject.
 pub const OVERLONG_KEEP: usize = 64 << 10;
 
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+/// What a line format does with its lines.
+pub trait LineRecords: Send {
+    /// The sink the records go to.
+    fn sink(&mut self) -> &mut Sink;
 
-/// One line of input.
-pub struct Line {
-    /// Bytes consumed from the input, terminator included.
-    pub consumed: usize,
-    /// The line exceeded the limit; the buffer holds only its first bytes.
-    pub overlong: bool,
+    /// One non-blank line (numbered from 1, blank lines counted), without its line terminator
+    /// and, on line 1, without a byte-order mark.
+    fn record(&mut self, lineno: u64, line: &[u8], out: &mut dyn Emit) -> anyhow::Result<()>;
+
+    /// The end of the stream: records held back for a line that never came are given to the
+    /// sink now (Docker's partial lines).
+    fn end(&mut self, _out: &mut dyn Emit) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
-/// Reads lines into a reused buffer, numbering them from 1, stripping `\r\n`/`\n` and a UTF-8
-/// byte-order mark before the first line.
-pub struct Lines<'a> {
-    input: &'a mut dyn BufRead,
-    pub buf: Vec<u8>,
-    pub lineno: u64,
+/// The [`Decoder`] of a line format `R`; see the module documentation.
+pub struct LineDecoder<R> {
+    framer: LineFramer,
+    lines: Lines<R>,
 }
 
-impl<'a> Lines<'a> {
-    pub fn new(input: &'a mut dyn BufRead) -> Self {
+impl<R: LineRecords> LineDecoder<R> {
+    pub fn from_records(records: R) -> Self {
         Self {
-            input,
-            buf: Vec::with_capacity(4096),
-            lineno: 0,
+            framer: LineFramer::new(MAX_LINE_BYTES, OVERLONG_KEEP),
+            lines: Lines(records),
         }
     }
 
-    /// The next line in `self.buf`; `None` at the end of input.
-    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
-        self.buf.clear();
-        let mut consumed = 0;
-        let mut overlong = false;
-        loop {
-            let chunk = match self.input.fill_buf() {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if chunk.is_empty() {
-                if consumed == 0 {
-                    return Ok(None);
-                }
-                break;
-            }
-            let (part, done) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (&chunk[..i], i + 1),
-                None => (chunk, chunk.len()),
-            };
-            let room = MAX_LINE_BYTES.saturating_sub(self.buf.len());
-            if part.len() > room {
-                overlong = true;
-            }
-            self.buf.extend_from_slice(&part[..part.len().min(room)]);
-            let found = done > part.len();
-            self.input.consume(done);
-            consumed += done;
-            if found {
-                break;
-            }
-        }
-        self.lineno += 1;
-        if overlong {
-            self.buf.truncate(OVERLONG_KEEP);
-        } else if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        if self.lineno == 1 && self.buf.starts_with(UTF8_BOM) {
-            self.buf.drain(..UTF8_BOM.len());
-        }
-        Ok(Some(Line { consumed, overlong }))
+    /// The format's state (for tests).
+    pub fn records(&mut self) -> &mut R {
+        &mut self.lines.0
+    }
+}
+
+impl<R: LineRecords> Decoder for LineDecoder<R> {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.feed(bytes, &mut self.lines, out)
     }
 
-    /// Hands the next line to `f` straight from the reader's buffer when it lies there whole
-    /// (a newline follows it) and is not the first line (which may start with a byte-order
-    /// mark); `\r\n` is stripped as by [`Lines::next_line`]. Returns the bytes consumed, or
-    /// `None` when it did nothing (then [`Lines::next_line`] reads the line, and reports a read
-    /// error if there is one).
-    pub fn in_buffer(
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.lines.0.sink().flush(out)
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        // What was read before a failure is emitted all the same.
+        let last = self.framer.finish(&mut self.lines, out);
+        let end = self.lines.0.end(out);
+        let flushed = self.lines.0.sink().flush(out);
+        last.and(end).and(flushed)
+    }
+}
+
+/// The line rules shared by every line format, around the format's own [`LineRecords`].
+struct Lines<R>(R);
+
+impl<R: LineRecords> LineHandler for Lines<R> {
+    fn line(&mut self, lineno: u64, line: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        let mut line = strip_cr(line);
+        if lineno == 1 {
+            line = strip_bom(line);
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        self.0.record(lineno, line, out)
+    }
+
+    fn overlong(
         &mut self,
-        f: impl FnOnce(u64, &[u8]) -> anyhow::Result<()>,
-    ) -> anyhow::Result<Option<usize>> {
-        if self.lineno == 0 {
-            return Ok(None);
-        }
-        let Ok(chunk) = self.input.fill_buf() else {
-            return Ok(None);
-        };
-        let Some(end) = memchr::memchr(b'\n', chunk).filter(|&e| e <= MAX_LINE_BYTES) else {
-            return Ok(None);
-        };
-        let line = &chunk[..end];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        self.lineno += 1;
-        let res = f(self.lineno, line);
-        self.input.consume(end + 1);
-        res.map(|()| Some(end + 1))
-    }
-
-    /// The current line is empty or white space.
-    pub fn is_blank(&self) -> bool {
-        self.buf.iter().all(u8::is_ascii_whitespace)
+        lineno: u64,
+        start: &[u8],
+        _len: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
+        self.0.sink().reject(out, lineno, reason, start.to_vec())
     }
 }
 
@@ -133,49 +113,6 @@ pub fn json_error_reason(e: &serde_json::Error) -> String {
         Some(m) => format!("invalid JSON at column {}: {m}", e.column()),
         None => format!("invalid JSON: {msg}"),
     }
-}
-
-/// Calls `each(line_number, bytes, sink, out)` for every non-blank line of `input`, after
-/// reporting its bytes as progress; an overlong line is rejected instead (with its first
-/// [`OVERLONG_KEEP`] bytes). A read error ends the loop with the line number it followed.
-pub fn for_each_line(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    sink: &mut Sink,
-    out: &mut dyn Emit,
-    mut each: impl FnMut(u64, &[u8], &mut Sink, &mut dyn Emit) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut lines = Lines::new(input);
-    loop {
-        // A line that lies whole in the reader's buffer (nearly all: the buffer is 1 MiB) is
-        // used where it is, without copying it into `lines.buf` first.
-        let fast = lines.in_buffer(|n, line| {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(());
-            }
-            each(n, line, sink, out)
-        })?;
-        if let Some(consumed) = fast {
-            out.progress(consumed as u64);
-            continue;
-        }
-        let next = lines.next_line().with_context(|| {
-            format!("{}: read error after line {}", source.display, lines.lineno)
-        })?;
-        let Some(l) = next else { break };
-        out.progress(l.consumed as u64);
-        let n = lines.lineno;
-        if l.overlong {
-            let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
-            sink.reject(out, n, reason, lines.buf.clone())?;
-            continue;
-        }
-        if lines.is_blank() {
-            continue;
-        }
-        each(n, &lines.buf, sink, out)?;
-    }
-    Ok(())
 }
 
 /// The line as text, or `None` after rejecting it as invalid UTF-8.
@@ -201,8 +138,7 @@ mod tests {
 
     use crate::LogOptions;
 
-    /// Lines are found, numbered and stripped the same wherever the reader's buffer ends: in
-    /// the buffer (used in place) or across its end (copied).
+    /// Lines are found, numbered and stripped the same wherever the reader's buffer ends.
     #[test]
     fn buffer_boundaries_do_not_change_lines() {
         let text = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \n{\"a\":2}\n{bad\r\n{\"a\":\"x\\ny\"}\r\n[3]\n{\"a\":4}";
@@ -210,7 +146,8 @@ mod tests {
             let mut input = std::io::BufReader::with_capacity(cap, &text[..]);
             let mut out = CollectEmit::default();
             let source = SourceInfo::stdin();
-            crate::ndjson::read(
+            crate::read(
+                crate::LogFormat::Json,
                 &mut input,
                 &source,
                 &ReadOptions::default(),

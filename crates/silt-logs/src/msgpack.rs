@@ -17,17 +17,25 @@
 //!
 //! Rejects carry the record number (1-based) as their line and the byte offset in the reason:
 //! a top-level value that is not a map, a string or binary key/value that is not valid UTF-8
-//! (the whole record; its raw bytes are kept), a record that does not fit `--schema`. An
-//! invalid marker (0xc1) or nesting deeper than 128 makes the rest of the stream unreadable: it
-//! is rejected as one piece (first 64 KiB kept) and reading stops; so does a record truncated by
-//! the end of input. Touches nothing but `input` and `out`.
+//! (the whole record; its raw bytes are kept), a record that does not fit `--schema`. Some
+//! problems make the rest of the stream unreadable (MessagePack cannot be resynchronised): it
+//! is skipped and rejected as ONE piece (its first 64 KiB kept, its length in the reason, the
+//! reject given when the stream ends): an input that is not MessagePack at all (its first value
+//! is not a map, as for a text file given with `--format msgpack`), an invalid marker (0xc1),
+//! nesting deeper than 128, a record longer than [`MAX_RECORD_BYTES`]. A record truncated by the
+//! end of input is one reject too.
+//!
+//! [`MsgpackDecoder`] is the decoder: fed in pieces split anywhere, it decodes the records that
+//! lie whole in a piece where they are and keeps only the unfinished last record's bytes for the
+//! next piece (at most [`MAX_RECORD_BYTES`]; it retries when they have doubled, so a large
+//! record arriving in small pieces is not decoded over and over). [`FORMAT`] declares the
+//! format `msgpack`. Touches nothing but the bytes it is fed and `out`.
 
 use std::borrow::Cow;
-use std::io::BufRead;
 
-use anyhow::Context;
 use rmp::Marker;
-use silt_core::{Emit, ReadOptions, SourceInfo};
+use silt_core::format::Confidence;
+use silt_core::{Decoder, Emit, FormatOptions, FormatSpec, Probe, ReadOptions, SourceInfo};
 use silt_readers::json::columns::Entry;
 use silt_readers::json::{ColumnBatcher, Value};
 
@@ -35,26 +43,90 @@ use crate::sink::{kind, Sink};
 use crate::{LogFormat, LogOptions};
 
 const MAX_DEPTH: usize = 128;
-/// Bytes read from the input at a time (more when one record is larger).
-const CHUNK: usize = 4 << 20;
+/// A longer record makes the rest of the stream unreadable (it is not held in memory).
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
 const KEEP_RAW: usize = 64 << 10;
 
-pub fn read(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    ro: &ReadOptions,
-    lo: &LogOptions,
-    out: &mut dyn Emit,
-) -> anyhow::Result<()> {
-    Sink::run(
-        LogFormat::Msgpack,
-        false,
-        source,
-        ro,
-        lo,
-        out,
-        |sink, out| read_stream(input, source, sink, out, true),
-    )
+/// The `msgpack` format.
+pub static FORMAT: FormatSpec = FormatSpec {
+    name: "msgpack",
+    aliases: &[],
+    summary: "MessagePack stream of maps (fluentd buffers, [time, map] entries); table msgpack.<file stem>",
+    extensions: &["msgpack", "mpk", "mp"],
+    sniff,
+    open,
+    text_fields: true,
+};
+
+fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {
+    let lo = opts.get_or_default::<LogOptions>();
+    Ok(Box::new(MsgpackDecoder::new(source, &opts.read, &lo)?))
+}
+
+/// 60 when the stream starts with a map (or a fluentd `[time, map]` entry) that decodes whole
+/// within the probe, with at least one key and every key a non-empty printable string, and so
+/// does every record after it in the probe (the last may run past its end). Binary junk (an
+/// ELF file, random bytes) and text are not taken.
+pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
+    let mut pos = sniff_record(p.head)?;
+    while pos < p.head.len() {
+        let rest = &p.head[pos..];
+        match sniff_record(rest) {
+            Some(n) => pos += n,
+            None => {
+                // Only a record that runs past the end of the probe is forgiven.
+                let mut d = Dec {
+                    buf: rest,
+                    pos: 0,
+                    bad: None,
+                };
+                let cut = starts_record(rest[0]) && matches!(d.value(0), Err(DErr::Eof));
+                return cut.then_some(60);
+            }
+        }
+    }
+    Some(60)
+}
+
+/// A map marker, or a two-element array (a fluentd entry).
+fn starts_record(b: u8) -> bool {
+    matches!(b, 0x80..=0x8f | 0xde | 0xdf | 0x92)
+}
+
+/// The length of a plausible first record at the start of `buf` (see [`sniff`]).
+fn sniff_record(buf: &[u8]) -> Option<usize> {
+    let mut d = Dec {
+        buf,
+        pos: 0,
+        bad: None,
+    };
+    if buf.first() == Some(&0x92) {
+        d.pos = 1;
+        let t = d.value(1).ok()?;
+        if !matches!(
+            t,
+            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Time(_)
+        ) {
+            return None;
+        }
+    }
+    let n = match Marker::from_u8(d.u8().ok()?) {
+        Marker::FixMap(n) => n as usize,
+        Marker::Map16 => d.len16().ok()?,
+        Marker::Map32 => d.len32().ok()?,
+        _ => return None,
+    };
+    if n == 0 {
+        return None;
+    }
+    for _ in 0..n {
+        let key = d.str_here().ok()??;
+        if key.is_empty() || key.chars().any(char::is_control) {
+            return None;
+        }
+        d.value(1).ok()?;
+    }
+    d.bad.is_none().then_some(d.pos)
 }
 
 enum DErr {
@@ -205,9 +277,6 @@ impl<'a> Dec<'a> {
     /// Decodes the entries of a top-level map of `n` entries (its marker already read) straight
     /// into the pending row of `b`, with the keys and values [`Dec::map`] would give.
     fn row_into(&mut self, b: &mut ColumnBatcher, n: usize) -> Result<(), DErr> {
-        if n > (self.buf.len() - self.pos) / 2 {
-            return Err(DErr::Eof);
-        }
         b.discard_pending();
         for _ in 0..n {
             let key = match self.str_here()? {
@@ -250,12 +319,9 @@ impl<'a> Dec<'a> {
     }
 
     fn array(&mut self, n: usize, depth: usize) -> Result<Value, DErr> {
-        // Every element takes at least one byte: a length beyond the buffer is truncation, not
-        // a reason to allocate.
-        if n > self.buf.len() - self.pos {
-            return Err(DErr::Eof);
-        }
-        let mut items = Vec::with_capacity(n);
+        // Every element takes at least one byte: a length beyond the buffer is no reason to
+        // allocate (decoding then runs out of bytes: truncation, or more is to come).
+        let mut items = Vec::with_capacity(n.min(self.buf.len() - self.pos));
         for _ in 0..n {
             items.push(self.value(depth + 1)?);
         }
@@ -263,10 +329,8 @@ impl<'a> Dec<'a> {
     }
 
     fn map(&mut self, n: usize, depth: usize) -> Result<Value, DErr> {
-        if n > (self.buf.len() - self.pos) / 2 {
-            return Err(DErr::Eof);
-        }
-        let mut o: Vec<(String, Value)> = Vec::with_capacity(n);
+        let mut o: Vec<(String, Value)> =
+            Vec::with_capacity(n.min((self.buf.len() - self.pos) / 2));
         for _ in 0..n {
             let key = match self.value(depth + 1)? {
                 Value::Str(s) if s.is_empty() => "_".to_string(),
@@ -346,133 +410,323 @@ fn unwrap_event(v: Value) -> Value {
     }
 }
 
-/// `columns`: maps go straight into the sink's columns when it takes them (always, but for the
-/// test that compares this with the `Value` path).
-fn read_stream(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    sink: &mut Sink,
-    out: &mut dyn Emit,
+/// Why the rest of a stream is skipped (see the module documentation).
+enum SkipWhy {
+    /// The first value is not a map: the input is not MessagePack records at all.
+    NotMsgpack(&'static str),
+    /// An invalid marker or nesting too deep.
+    Invalid(String),
+    /// A record longer than the limit.
+    TooLong,
+}
+
+/// The rest of a stream being skipped, rejected as one piece when the stream ends.
+struct Skip {
+    /// The record number of the reject.
+    record: u64,
+    why: SkipWhy,
+    /// Stream offset where the skipped part starts.
+    offset: u64,
+    /// Its first [`KEEP_RAW`] bytes.
+    raw: Vec<u8>,
+    /// Its length so far.
+    bytes: u64,
+}
+
+impl Skip {
+    fn absorb(&mut self, bytes: &[u8]) {
+        let room = KEEP_RAW.saturating_sub(self.raw.len());
+        self.raw.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        self.bytes += bytes.len() as u64;
+    }
+
+    fn reason(&self, limit: usize) -> String {
+        let (offset, n) = (self.offset, self.bytes);
+        match &self.why {
+            SkipWhy::NotMsgpack(what) => {
+                let first = self.raw.first().copied().unwrap_or(0);
+                let hint = if looks_like_text(&self.raw) {
+                    " (it looks like text)"
+                } else {
+                    ""
+                };
+                format!(
+                    "not MessagePack (a stream of maps): the input starts with {what} (byte \
+                     0x{first:02x}), not a map{hint}; the whole input ({n} bytes) is skipped"
+                )
+            }
+            SkipWhy::Invalid(why) => format!(
+                "{why} in the record at byte offset {offset}; the rest of the input ({n} bytes) cannot be read"
+            ),
+            SkipWhy::TooLong => format!(
+                "the record at byte offset {offset} is longer than {limit} bytes (or is not \
+                 MessagePack); the rest of the input ({n} bytes) cannot be read"
+            ),
+        }
+    }
+}
+
+/// The first bytes are printable UTF-8 text (a line-based file read as MessagePack).
+fn looks_like_text(b: &[u8]) -> bool {
+    let b = &b[..b.len().min(256)];
+    let text = match std::str::from_utf8(b) {
+        Ok(t) => t,
+        // Cut inside a character at the end: the part before it.
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or("")
+        }
+        Err(_) => return false,
+    };
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\t' | '\r' | '\n'))
+}
+
+/// The MessagePack decoder for one stream; see the module documentation.
+pub struct MsgpackDecoder {
+    sink: Sink,
+    /// The bytes of the unfinished record (from `offset`).
+    carry: Vec<u8>,
+    /// Decode `carry` again once it holds this many bytes.
+    retry_at: usize,
+    /// Stream offset of the first byte not yet decoded (`carry[0]`, or the next piece's first).
+    offset: u64,
+    /// Records seen (the number of the last reject or row).
+    record: u64,
+    skip: Option<Skip>,
+    /// Maps go straight into the sink's columns when it takes them (always, but for the test
+    /// that compares this with the `Value` path).
     columns: bool,
-) -> anyhow::Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
-    let mut pos = 0usize;
-    let mut eof = false;
-    // Bytes wanted in the buffer past `pos` before decoding (more after a record did not fit).
-    let mut want = CHUNK;
-    let mut need_more = false;
-    let mut record: u64 = 0;
-    let mut base: u64 = 0; // stream offset of buf[0]
-    loop {
-        // Refill when the buffer runs low.
-        // Refill when less than half a chunk is left (amortised: one move per half chunk).
-        if !eof && (need_more || buf.len() - pos < CHUNK / 2) {
-            need_more = false;
-            buf.drain(..pos);
-            base += pos as u64;
-            pos = 0;
-            while buf.len() < want.max(CHUNK) && !eof {
-                let chunk = input.fill_buf().with_context(|| {
-                    format!("{}: read error after record {record}", source.display)
-                })?;
-                if chunk.is_empty() {
-                    eof = true;
-                    break;
+    max_record: usize,
+}
+
+impl MsgpackDecoder {
+    pub fn new(source: &SourceInfo, ro: &ReadOptions, lo: &LogOptions) -> anyhow::Result<Self> {
+        let table = lo.table_for(LogFormat::Msgpack, source);
+        let sink = Sink::new(source, table, ro, lo, false, None)?;
+        Ok(Self {
+            sink,
+            carry: Vec::new(),
+            retry_at: 0,
+            offset: 0,
+            record: 0,
+            skip: None,
+            columns: true,
+            max_record: MAX_RECORD_BYTES,
+        })
+    }
+
+    /// When to decode the carried bytes again: when they have doubled (so a large record in
+    /// small pieces is decoded a logarithmic number of times), and at the latest once they
+    /// exceed the record limit.
+    fn next_retry(&self) -> usize {
+        (self.carry.len() * 2)
+            .min(self.max_record + 1)
+            .max(self.carry.len() + 1)
+    }
+
+    fn start_skip(&mut self, why: SkipWhy, offset: u64, rest: &[u8]) {
+        let mut s = Skip {
+            record: self.record,
+            why,
+            offset,
+            raw: Vec::new(),
+            bytes: 0,
+        };
+        s.absorb(rest);
+        self.skip = Some(s);
+    }
+
+    /// Decodes the records that lie whole in `buf` (which starts at stream offset
+    /// `self.offset`); returns the bytes used (all of them when the rest is skipped). The
+    /// unfinished record at the end is left for the next call, or, `at_end`, rejected.
+    fn decode(&mut self, buf: &[u8], at_end: bool, out: &mut dyn Emit) -> anyhow::Result<usize> {
+        let base = self.offset;
+        let mut pos = 0;
+        let res = self.decode_records(buf, base, &mut pos, at_end, out);
+        self.offset = base + pos as u64;
+        res.map(|()| pos)
+    }
+
+    fn decode_records(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        pos: &mut usize,
+        at_end: bool,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        while *pos < buf.len() {
+            let start = *pos;
+            let offset = base + start as u64;
+            let mut d = Dec {
+                buf,
+                pos: start,
+                bad: None,
+            };
+            // A map goes straight into the batch's columns once the sink takes them; anything
+            // else (and the first record) is decoded into a `Value`.
+            let map_len = match buf[start] {
+                m @ 0x80..=0x8f => Some(((m & 0x0f) as usize, 1)),
+                0xde => buf
+                    .get(start + 1..start + 3)
+                    .map(|l| (u16::from_be_bytes([l[0], l[1]]) as usize, 3)),
+                0xdf => buf
+                    .get(start + 1..start + 5)
+                    .map(|l| (u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize, 5)),
+                _ => None,
+            };
+            let decoded = match (map_len, self.sink.columns().filter(|_| self.columns)) {
+                (Some((n, header)), Some(b)) => {
+                    d.pos += header;
+                    d.row_into(b, n).map(|()| None)
                 }
-                let n = chunk.len();
-                buf.extend_from_slice(chunk);
-                input.consume(n);
-                out.progress(n as u64);
-            }
-        }
-        if pos >= buf.len() {
-            return Ok(());
-        }
-        let mut d = Dec {
-            buf: &buf,
-            pos,
-            bad: None,
-        };
-        // A map goes straight into the batch's columns once the sink takes them; anything
-        // else (and the first record) is decoded into a `Value`.
-        let map_len = match buf[pos] {
-            m @ 0x80..=0x8f => Some(((m & 0x0f) as usize, 1)),
-            0xde => buf
-                .get(pos + 1..pos + 3)
-                .map(|l| (u16::from_be_bytes([l[0], l[1]]) as usize, 3)),
-            0xdf => buf
-                .get(pos + 1..pos + 5)
-                .map(|l| (u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize, 5)),
-            _ => None,
-        };
-        let decoded = match (map_len, sink.columns().filter(|_| columns)) {
-            (Some((n, header)), Some(b)) => {
-                d.pos += header;
-                d.row_into(b, n).map(|()| None)
-            }
-            _ => d.value(0).map(Some),
-        };
-        match decoded {
-            Ok(decoded) => {
-                record += 1;
-                want = CHUNK;
-                let (start, end) = (pos, d.pos);
-                pos = end;
-                let offset = base + start as u64;
-                let raw = &buf[start..end];
-                if let Some(reason) = d.bad.take() {
-                    sink.reject(
-                        out,
-                        record,
-                        format!("{reason} (record at byte offset {offset})"),
-                        raw.to_vec(),
-                    )?;
-                    continue;
+                _ => d.value(0).map(Some),
+            };
+            // However far decoding got, a record past the limit is not kept (the same
+            // decision whichever pieces the stream came in).
+            let too_long = d.pos - start > self.max_record
+                || (matches!(decoded, Err(DErr::Eof)) && buf.len() - start > self.max_record);
+            if too_long || matches!(decoded, Err(DErr::Invalid(_))) {
+                if let Some(b) = self.sink.columns() {
+                    b.discard_pending();
                 }
-                let Some(v) = decoded else {
-                    sink.commit_pending(raw.len(), out)?;
-                    continue;
+                self.record += 1;
+                let why = match decoded {
+                    Err(DErr::Invalid(why)) if !too_long => SkipWhy::Invalid(why),
+                    _ => SkipWhy::TooLong,
                 };
-                let v = unwrap_event(v);
-                if !matches!(v, Value::Object(_)) {
-                    let reason = format!(
-                        "not a map but {} (record at byte offset {offset})",
-                        kind(&v)
-                    );
-                    sink.reject(out, record, reason, raw.to_vec())?;
-                    continue;
-                }
-                sink.push(v, record, &|| raw.to_vec(), raw.len(), out)?;
-            }
-            Err(DErr::Eof) if !eof => {
-                // The record continues beyond the buffer: read at least twice as much.
-                want = (buf.len() - pos).saturating_mul(2).max(CHUNK);
-                need_more = true;
-            }
-            Err(e) => {
-                record += 1;
-                let offset = base + pos as u64;
-                let reason = match e {
-                    DErr::Eof => format!(
-                        "truncated record at byte offset {offset}: the input ends inside it ({} bytes)",
-                        buf.len() - pos
-                    ),
-                    DErr::Invalid(why) => format!(
-                        "{why} in the record at byte offset {offset}; the rest of the input ({} bytes) cannot be read",
-                        buf.len() - pos
-                    ),
-                };
-                let raw = buf[pos..buf.len().min(pos + KEEP_RAW)].to_vec();
-                sink.reject(out, record, reason, raw)?;
+                self.start_skip(why, offset, &buf[start..]);
+                *pos = buf.len();
                 return Ok(());
             }
+            let decoded = match decoded {
+                Ok(v) => v,
+                Err(_) if !at_end => return Ok(()),
+                Err(_) => {
+                    self.record += 1;
+                    let reason = format!(
+                        "truncated record at byte offset {offset}: the input ends inside it ({} bytes)",
+                        buf.len() - start
+                    );
+                    let raw = buf[start..buf.len().min(start + KEEP_RAW)].to_vec();
+                    *pos = buf.len();
+                    return self.sink.reject(out, self.record, reason, raw);
+                }
+            };
+            self.record += 1;
+            *pos = d.pos;
+            let raw = &buf[start..d.pos];
+            if let Some(reason) = d.bad.take() {
+                if decoded.is_none() {
+                    if let Some(b) = self.sink.columns() {
+                        b.discard_pending();
+                    }
+                }
+                let reason = format!("{reason} (record at byte offset {offset})");
+                self.sink.reject(out, self.record, reason, raw.to_vec())?;
+                continue;
+            }
+            let Some(v) = decoded else {
+                self.sink.commit_pending(raw.len(), out)?;
+                continue;
+            };
+            let v = unwrap_event(v);
+            if !matches!(v, Value::Object(_)) {
+                if self.record == 1 {
+                    // Not a stream of maps at all (a text file, say): one reject, not one per
+                    // byte.
+                    self.start_skip(SkipWhy::NotMsgpack(kind(&v)), offset, &buf[start..]);
+                    *pos = buf.len();
+                    return Ok(());
+                }
+                let reason = format!(
+                    "not a map but {} (record at byte offset {offset})",
+                    kind(&v)
+                );
+                self.sink.reject(out, self.record, reason, raw.to_vec())?;
+                continue;
+            }
+            self.sink
+                .push(v, self.record, &|| raw.to_vec(), raw.len(), out)?;
         }
+        Ok(())
+    }
+}
+
+impl Decoder for MsgpackDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        if let Some(s) = &mut self.skip {
+            s.absorb(bytes);
+            return Ok(());
+        }
+        let mut rest = bytes;
+        // An unfinished record from earlier pieces: complete it from this one, copying only as
+        // much as it needs.
+        while !self.carry.is_empty() && !rest.is_empty() {
+            let take = self
+                .retry_at
+                .saturating_sub(self.carry.len())
+                .clamp(1, rest.len());
+            self.carry.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if self.carry.len() < self.retry_at {
+                continue;
+            }
+            let old = self.carry.len() - take;
+            let carry = std::mem::take(&mut self.carry);
+            let used = self.decode(&carry, false, out)?;
+            if let Some(s) = &mut self.skip {
+                s.absorb(rest);
+                return Ok(());
+            }
+            let left = carry.len() - used;
+            self.carry = carry;
+            if used >= old {
+                // The next unfinished record starts in the bytes just taken: give them back
+                // and decode the rest of the piece where it is.
+                rest = &bytes[bytes.len() - rest.len() - left..];
+                self.carry.clear();
+            } else {
+                self.carry.drain(..used);
+                self.retry_at = self.next_retry();
+            }
+        }
+        if !rest.is_empty() {
+            let used = self.decode(rest, false, out)?;
+            if self.skip.is_none() {
+                self.carry.extend_from_slice(&rest[used..]);
+                self.retry_at = self.next_retry();
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.sink.flush(out)
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let mut res = Ok(0);
+        if self.skip.is_none() && !self.carry.is_empty() {
+            let carry = std::mem::take(&mut self.carry);
+            res = self.decode(&carry, true, out);
+        }
+        if let Some(s) = self.skip.take() {
+            let reason = s.reason(self.max_record);
+            if res.is_ok() {
+                res = self.sink.reject(out, s.record, reason, s.raw).map(|()| 0);
+            }
+        }
+        let flushed = self.sink.flush(out);
+        res.and(flushed)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use silt_core::{CollectEmit, ReadOptions, SourceInfo};
+    use silt_core::CollectEmit;
 
     use super::*;
 
@@ -548,16 +802,9 @@ mod tests {
             let mut out = CollectEmit::default();
             let ro = ReadOptions { batch_rows: 7 };
             let lo = LogOptions::default();
-            Sink::run(
-                LogFormat::Msgpack,
-                false,
-                &source,
-                &ro,
-                &lo,
-                &mut out,
-                |sink, out| read_stream(&mut &data[..], &source, sink, out, columns),
-            )
-            .unwrap();
+            let mut d = MsgpackDecoder::new(&source, &ro, &lo).unwrap();
+            d.columns = columns;
+            silt_core::decode::decode_slice(&mut d, &data, &mut out).unwrap();
             out
         };
         let (a, b) = (run(true), run(false));
@@ -566,5 +813,131 @@ mod tests {
         assert_eq!(a.table_bytes, b.table_bytes);
         assert_eq!(a.rows("msgpack.stdin"), 35);
         assert_eq!(a.rejects.len(), 5 + 4 + 1);
+    }
+
+    fn probe(head: &[u8]) -> Option<Confidence> {
+        sniff(&Probe {
+            head,
+            file_name: Some("fluentd.buffer"),
+        })
+    }
+
+    #[test]
+    fn sniffs_msgpack_maps_only() {
+        let mut two = rmp_serde::to_vec_named(&serde_json::json!({"log": "x", "n": 1})).unwrap();
+        two.extend(rmp_serde::to_vec_named(&serde_json::json!({"log": "y", "n": 2})).unwrap());
+        let entry = rmp_serde::to_vec(&serde_json::json!([1_700_000_000, {"log": "x"}])).unwrap();
+        // The second record cut off by the end of the probe.
+        let cut = &two[..two.len() - 3];
+        for yes in [&two[..], &entry, cut, b"\x81\xa1a\x01\x81\xa1b\x02"] {
+            assert_eq!(probe(yes), Some(60), "{yes:02x?}");
+        }
+        let mut then_junk = two.clone();
+        then_junk.extend_from_slice(b"\x01\x02");
+        for no in [
+            &then_junk[..],
+            // A map marker followed by garbage; an empty map; a number key; a map cut short.
+            b"\x8f\xff\xff\xff\x00\x01",
+            b"\x80\x80",
+            b"\x81\x01\x02",
+            &two[..5],
+            b"\x81\xa1\x07\x01",
+            // Other formats' first bytes.
+            b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00",
+            b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00",
+            b"\x0a\x0d\x0d\x0a\x1c\x00\x00\x00",
+            b"Obj\x01\x04\x16avro.schema",
+            b"{\"a\":1}\n",
+            b"a,b\n1,2\n",
+            b"#separator \\x09\n",
+            b"<34>Oct 11 22:14:15 host su: x\n",
+            b"",
+        ] {
+            assert_eq!(probe(no), None, "{no:02x?}");
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..2000 {
+            let junk: Vec<u8> = (0..256)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            assert_eq!(probe(&junk), None, "{junk:02x?}");
+        }
+    }
+
+    fn run(data: &[u8], pieces: usize, max_record: usize) -> CollectEmit {
+        let mut d = MsgpackDecoder::new(
+            &SourceInfo::stdin(),
+            &ReadOptions::default(),
+            &LogOptions::default(),
+        )
+        .unwrap();
+        d.max_record = max_record;
+        let mut out = CollectEmit::default();
+        for p in data.chunks(pieces) {
+            d.feed(p, &mut out).unwrap();
+        }
+        d.finish(&mut out).unwrap();
+        out
+    }
+
+    /// A record past the limit makes the rest one reject, whatever the pieces; records before it
+    /// are kept, and nothing longer than the limit is carried between pieces.
+    #[test]
+    fn records_past_the_limit_end_the_stream() {
+        let mut data = Vec::new();
+        for i in 0..5 {
+            data.extend(rmp_serde::to_vec_named(&serde_json::json!({"i": i})).unwrap());
+        }
+        let good = data.len();
+        data.extend(rmp_serde::to_vec_named(&serde_json::json!({"big": "x".repeat(300)})).unwrap());
+        data.extend(rmp_serde::to_vec_named(&serde_json::json!({"i": 9})).unwrap());
+        let whole = run(&data, data.len(), 200);
+        assert_eq!(whole.total_rows(), 5);
+        assert_eq!(whole.rejects.len(), 1);
+        let r = &whole.rejects[0];
+        assert_eq!(r.line, 6);
+        assert_eq!(
+            r.reason,
+            format!(
+                "the record at byte offset {good} is longer than 200 bytes (or is not MessagePack); \
+                 the rest of the input ({} bytes) cannot be read",
+                data.len() - good
+            )
+        );
+        assert_eq!(r.raw, &data[good..]);
+        for pieces in [1, 2, 3, 7, 64, 199, 200, 201, 500] {
+            let out = run(&data, pieces, 200);
+            assert_eq!(out.batches, whole.batches, "pieces of {pieces}");
+            assert_eq!(out.rejects, whole.rejects, "pieces of {pieces}");
+        }
+        // Within the limit, the same record is read.
+        assert_eq!(run(&data, 3, 400).total_rows(), 7);
+    }
+
+    /// A text file read as MessagePack: one reject for all of it.
+    #[test]
+    fn text_is_one_reject() {
+        let text =
+            b"10.0.0.1 - - [24/Mar/2024:17:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n".repeat(40);
+        for pieces in [1, 5, text.len()] {
+            let out = run(&text, pieces, MAX_RECORD_BYTES);
+            assert_eq!(out.total_rows(), 0);
+            assert_eq!(out.rejects.len(), 1, "{:?}", out.rejects);
+            assert_eq!(out.rejects[0].line, 1);
+            assert_eq!(
+                out.rejects[0].reason,
+                format!(
+                    "not MessagePack (a stream of maps): the input starts with a number (byte 0x31), \
+                     not a map (it looks like text); the whole input ({} bytes) is skipped",
+                    text.len()
+                )
+            );
+            assert_eq!(out.rejects[0].raw, text);
+        }
     }
 }

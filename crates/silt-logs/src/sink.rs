@@ -10,9 +10,10 @@
 //!   with [`crate::schema_file::conform_record`]; a record that does not fit is rejected with the
 //!   field and the reason, and reading goes on.
 //!
-//! A batch is emitted every `batch_rows` records or [`MAX_BUFFERED_BYTES`] of input, so memory is
-//! bounded whatever the input size. Schema metadata: `silt.table`, and `silt.time_column` when
-//! there is a time field.
+//! A batch is emitted every `batch_rows` records or [`MAX_BUFFERED_BYTES`] of input, and when the
+//! decoder is flushed ([`Sink::flush`]), so memory is bounded whatever the input size. A sink owns
+//! everything it holds (a decoder keeps it between the pieces it is fed). Schema metadata:
+//! `silt.table`, and `silt.time_column` when there is a time field.
 //!
 //! Touches nothing but the records it is given and `out`.
 
@@ -33,8 +34,8 @@ use crate::LogOptions;
 pub const MAX_BUFFERED_BYTES: usize = 64 << 20;
 
 /// Records to batches for one table; see the module documentation.
-pub struct Sink<'a> {
-    source: &'a SourceInfo,
+pub struct Sink {
+    source: SourceInfo,
     table: TableName,
     batch_rows: usize,
     unit: Option<TimeUnit>,
@@ -51,11 +52,11 @@ pub struct Sink<'a> {
     emitted: u64,
 }
 
-impl<'a> Sink<'a> {
+impl Sink {
     /// `text`: the format has only strings (CSV, TSV, LTSV). `file_schema`: a schema the input
     /// carries itself (Avro); `--schema` wins over it.
     pub fn new(
-        source: &'a SourceInfo,
+        source: &SourceInfo,
         table: TableName,
         ro: &ReadOptions,
         lo: &LogOptions,
@@ -63,7 +64,7 @@ impl<'a> Sink<'a> {
         file_schema: Option<TargetSchema>,
     ) -> anyhow::Result<Self> {
         let mut s = Self {
-            source,
+            source: source.clone(),
             table,
             batch_rows: ro.batch_rows.max(1),
             unit: lo.time_unit,
@@ -328,27 +329,13 @@ impl<'a> Sink<'a> {
         out.batch(&self.table, batch)
     }
 
-    /// The shape every record reader shares: a sink for `format`'s table, `body` reading into
-    /// it, and what was buffered emitted even when `body` stops with an error (records read
-    /// before a broken input are kept). `text`: as for [`Sink::new`].
-    pub fn run(
-        format: crate::LogFormat,
-        text: bool,
-        source: &'a SourceInfo,
-        ro: &ReadOptions,
-        lo: &LogOptions,
-        out: &mut dyn Emit,
-        body: impl FnOnce(&mut Sink<'a>, &mut dyn Emit) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
-        let table = lo.table_for(format, source);
-        let mut sink = Sink::new(source, table, ro, lo, text, None)?;
-        let res = body(&mut sink, out);
-        let fin = sink.finish(out);
-        res.and(fin.map(|_| ()))
+    /// Records emitted so far (in batches handed to `out`).
+    pub fn emitted(&self) -> u64 {
+        self.emitted
     }
 
-    /// Emits what is left.
-    pub fn finish(mut self, out: &mut dyn Emit) -> anyhow::Result<u64> {
+    /// Emits what is left; returns the records emitted in all.
+    pub fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<u64> {
         self.flush(out)?;
         Ok(self.emitted)
     }

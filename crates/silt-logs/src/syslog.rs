@@ -11,40 +11,83 @@
 //! the future). Table `syslog.<file stem>`.
 //!
 //! Rejected: lines that are not valid UTF-8 and lines `syslog_loose` cannot parse at all.
-//! Touches nothing but `input` and `out`.
-
-use std::io::BufRead;
+//!
+//! [`SyslogDecoder`] is the decoder (a [`LineDecoder`]); [`FORMAT`] declares the format `syslog`.
+//! Touches nothing but the bytes it is fed and `out`.
 
 use chrono::{Datelike, Utc};
-use silt_core::{Emit, ReadOptions, SourceInfo};
+use silt_core::format::Confidence;
+use silt_core::{Decoder, Emit, FormatOptions, FormatSpec, Probe, ReadOptions, SourceInfo};
 use silt_readers::json::Value;
 use syslog_loose::{parse_message_with_year_exact_tz, ProcId, Variant};
 
-use crate::lines::{for_each_line, utf8_or_reject};
+use crate::lines::{utf8_or_reject, LineDecoder, LineRecords};
 use crate::sink::Sink;
 use crate::{LogFormat, LogOptions};
 
 /// The time column of syslog tables.
 pub const TIME_FIELD: &str = "timestamp";
 
-pub fn read(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    ro: &ReadOptions,
-    lo: &LogOptions,
-    out: &mut dyn Emit,
-) -> anyhow::Result<()> {
-    let mut lo = lo.clone();
-    lo.time_field = Some(TIME_FIELD.to_string());
-    Sink::run(
-        LogFormat::Syslog,
-        false,
-        source,
-        ro,
-        &lo,
-        out,
-        |sink, out| read_lines(input, source, sink, lo.syslog_year, out),
-    )
+/// The `syslog` format.
+pub static FORMAT: FormatSpec = FormatSpec {
+    name: "syslog",
+    aliases: &[],
+    summary: "syslog lines, RFC 5424 or RFC 3164 (/var/log files); table syslog.<file stem>",
+    // `.log` is shared with access logs and Zeek: not a claim, the registry sniffs content.
+    extensions: &[],
+    sniff,
+    open,
+    text_fields: true,
+};
+
+fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {
+    let lo = opts.get_or_default::<LogOptions>();
+    Ok(Box::new(SyslogDecoder::new(source, &opts.read, &lo)?))
+}
+
+const MONTHS: [&[u8]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+
+/// 80 when the first non-blank line starts with a priority `<0>`..`<191>`, or with an RFC 3164
+/// time `Mmm dd hh:mm:ss` (the day space-padded or not).
+pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
+    let line = *p.lines(1).first()?;
+    if let Some(rest) = line.strip_prefix(b"<") {
+        let end = rest.iter().position(|c| !c.is_ascii_digit())?;
+        let pri = std::str::from_utf8(&rest[..end])
+            .ok()?
+            .parse::<u32>()
+            .ok()?;
+        let ok = (1..=3).contains(&end) && rest.get(end) == Some(&b'>') && pri <= 191;
+        return ok.then_some(80);
+    }
+    bsd_time_start(line).then_some(80)
+}
+
+/// `Mmm dd hh:mm:ss ` / `Mmm  d hh:mm:ss ` at the start of `line`.
+fn bsd_time_start(line: &[u8]) -> bool {
+    if line.len() < 16 || !MONTHS.contains(&&line[..3]) || line[3] != b' ' {
+        return false;
+    }
+    let day = match &line[4..6] {
+        [b' ', d] if d.is_ascii_digit() => d - b'0',
+        [a, b] if a.is_ascii_digit() && b.is_ascii_digit() => (a - b'0') * 10 + (b - b'0'),
+        _ => 0,
+    };
+    let day_ok = (1..=31).contains(&day);
+    let num = |r: &[u8]| {
+        (r[0].is_ascii_digit() && r[1].is_ascii_digit()).then(|| (r[0] - b'0') * 10 + (r[1] - b'0'))
+    };
+    let t = &line[7..15];
+    day_ok
+        && line[6] == b' '
+        && num(&t[0..2]).is_some_and(|h| h <= 23)
+        && t[2] == b':'
+        && num(&t[3..5]).is_some_and(|m| m <= 59)
+        && t[5] == b':'
+        && num(&t[6..8]).is_some_and(|s| s <= 60)
+        && line[15] == b' '
 }
 
 /// Parses one line into a record; `None` when it is not syslog at all.
@@ -104,23 +147,88 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
     ]))
 }
 
-fn read_lines(
-    input: &mut dyn BufRead,
-    source: &SourceInfo,
-    sink: &mut Sink,
+/// The syslog decoder for one stream.
+pub type SyslogDecoder = LineDecoder<SyslogLines>;
+
+impl SyslogDecoder {
+    pub fn new(source: &SourceInfo, ro: &ReadOptions, lo: &LogOptions) -> anyhow::Result<Self> {
+        let mut lo = lo.clone();
+        lo.time_field = Some(TIME_FIELD.to_string());
+        let table = lo.table_for(LogFormat::Syslog, source);
+        let sink = Sink::new(source, table, ro, &lo, false, None)?;
+        Ok(LineDecoder::from_records(SyslogLines {
+            sink,
+            year: lo.syslog_year,
+        }))
+    }
+}
+
+/// What syslog does with a line.
+pub struct SyslogLines {
+    sink: Sink,
     year: Option<i32>,
-    out: &mut dyn Emit,
-) -> anyhow::Result<()> {
-    for_each_line(input, source, sink, out, |n, buf, sink, out| {
-        let Some(text) = utf8_or_reject(n, buf, sink, out)? else {
+}
+
+impl LineRecords for SyslogLines {
+    fn sink(&mut self) -> &mut Sink {
+        &mut self.sink
+    }
+
+    fn record(&mut self, n: u64, buf: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        let Some(text) = utf8_or_reject(n, buf, &mut self.sink, out)? else {
             return Ok(());
         };
-        match parse_line(text, year) {
-            Some(v) => sink.push(v, n, &|| buf.to_vec(), buf.len(), out),
+        match parse_line(text, self.year) {
+            Some(v) => self.sink.push(v, n, &|| buf.to_vec(), buf.len(), out),
             None => {
                 let reason = "not a syslog line (RFC 5424 or 3164)".to_string();
-                sink.reject(out, n, reason, buf.to_vec())
+                self.sink.reject(out, n, reason, buf.to_vec())
             }
         }
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(head: &[u8]) -> Option<Confidence> {
+        sniff(&Probe {
+            head,
+            file_name: Some("messages"),
+        })
+    }
+
+    #[test]
+    fn sniffs_syslog_only() {
+        for yes in [
+            &b"<34>Oct 11 22:14:15 mymachine su: 'su root' failed\n"[..],
+            b"<165>1 2003-10-11T22:14:15.003Z host app - ID47 - msg\n",
+            b"<0>1 - - - - - -\n",
+            b"Mar 24 17:00:00 host sshd[123]: Accepted publickey for root\n",
+            b"Jan  3 09:47:02 veridian sudo: timstack : TTY=pts/6\n",
+            b"\n\nDec 31 23:59:60 h k: leap\n",
+        ] {
+            assert_eq!(probe(yes), Some(80), "{}", String::from_utf8_lossy(yes));
+        }
+        for no in [
+            &b"<192>bad priority\n"[..],
+            b"<html><body>\n",
+            b"<1234>x\n",
+            b"March 24 17:00:00 host x\n",
+            b"Mar 24 2024 host x\n",
+            b"Mar 32 17:00:00 host x\n",
+            b"Mar 24 25:00:00 host x\n",
+            // Other formats' first lines.
+            b"10.0.0.1 - - [24/Mar/2024:17:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n",
+            b"{\"a\":1}\n",
+            b"time:2024-03-24T17:00:00Z\thost:a\n",
+            b"#separator \\x09\n",
+            b"a,b\n1,2\n",
+            b"\x82\xa1a\x01\xa1b\x02",
+            b"",
+        ] {
+            assert_eq!(probe(no), None, "{}", String::from_utf8_lossy(no));
+        }
+    }
 }

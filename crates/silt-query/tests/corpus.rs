@@ -1,5 +1,5 @@
 //! Queries over a lake built from real corpus files (see /work/shared/corpus/PROVENANCE.md) by
-//! the real pipeline: `silt_readers::read` into `silt_lake::LakeWriter`, in Parquet and in
+//! the real pipeline: `silt_ingest::jobs::read_file` into `silt_lake::LakeWriter`, in Parquet and in
 //! Feather. Skips when the corpus is absent.
 //!
 //! - `corpus_golden_*` runs `tests/slt_corpus/*.slt`, whose expected values were computed from
@@ -15,11 +15,9 @@ use std::sync::Arc;
 
 use silt_lake::{LakeWriter, StoreKind, WriterConfig};
 use silt_query::{OutputFormat, QueryResult, SiltSession};
-use silt_readers::Format;
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    p.is_dir().then_some(p)
+    silt_testkit::corpus()
 }
 
 const ZEEK: &[&str] = &[
@@ -41,15 +39,13 @@ fn build_lake(corpus: &Path, lake: &Path, store: StoreKind) -> u64 {
         ..Default::default()
     };
     let mut w = LakeWriter::new(lake, cfg).unwrap();
-    let inputs: Vec<(Format, &str)> = ZEEK
+    let inputs: Vec<(&silt_core::FormatSpec, &str)> = ZEEK
         .iter()
-        .map(|f| (Format::Zeek, *f))
-        .chain([(Format::Suricata, EVE)])
+        .map(|f| (&silt_readers::zeek::FORMAT, *f))
+        .chain([(&silt_readers::suricata::FORMAT, EVE)])
         .collect();
     for (fmt, rel) in inputs {
-        let input = silt_readers::source::Input::File(corpus.join(rel));
-        let mut r = input.open(Default::default()).unwrap();
-        silt_readers::read(fmt, &mut r, &input.info(), &Default::default(), &mut w)
+        silt_ingest::jobs::read_file(fmt, &corpus.join(rel), &Default::default(), &mut w)
             .unwrap_or_else(|e| panic!("{rel}: {e:#}"));
     }
     let summary = w.finish().unwrap();
@@ -69,10 +65,7 @@ async fn session(corpus: &Path, store: StoreKind) -> (tempfile::TempDir, Arc<Sil
 }
 
 async fn golden(store: StoreKind) {
-    let Some(corpus) = corpus() else {
-        eprintln!("corpus not found, skipping");
-        return;
-    };
+    let Some(corpus) = corpus() else { return };
     let (_dir, s) = session(&corpus, store).await;
     let slt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slt_corpus");
     let mut files: Vec<_> = std::fs::read_dir(&slt_dir)
@@ -146,10 +139,7 @@ fn csv(r: &QueryResult) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corpus_counts_pruning_and_lookups() {
-    let Some(corpus) = corpus() else {
-        eprintln!("corpus not found, skipping");
-        return;
-    };
+    let Some(corpus) = corpus() else { return };
     let conn: Vec<_> = [
         "zeek-tsv/vast-example-pcap/conn.log.gz",
         "zeek-tsv/vast/conn.log",

@@ -21,14 +21,21 @@
 //! [`MAX_LINE_BYTES`]. Blank lines are skipped; a UTF-8 byte-order mark before the first line is
 //! ignored.
 //!
+//! [`EveDecoder`] is the [`silt_core::Decoder`] (lines cut by [`silt_core::decode::LineFramer`],
+//! so the stream may be fed in pieces split anywhere; between calls it holds the partial last
+//! line and the buffered records, bounded as above); [`read`] is a thin wrapper over it and
+//! [`FORMAT`] declares the format (`suricata`, alias `eve`).
+//!
 //! Touches nothing but `input` and `out`.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead};
+use std::io::BufRead;
 
 use anyhow::Context;
 use arrow::datatypes::{Field, Schema};
-use silt_core::{meta, Emit, ReadOptions, Reject, SourceInfo, TableName};
+use silt_core::decode::{strip_bom, strip_cr, LineFramer, LineHandler};
+use silt_core::format::{Confidence, FormatOptions, FormatSpec, Probe};
+use silt_core::{meta, Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
 use crate::json::{self, Hint, HintTree, Value};
 
@@ -82,8 +89,6 @@ pub const MAX_BUFFERED_BYTES: usize = 64 << 20;
 /// Longer lines are rejected without being held in memory.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
-
 /// How much of an overlong line is kept in its reject.
 const OVERLONG_RAW_KEEP: usize = 64 << 10;
 
@@ -96,22 +101,75 @@ pub fn hints() -> HintTree {
     HintTree::from_paths(&paths)
 }
 
-/// Reads EVE JSON lines from `input`; see the module documentation.
+/// The `suricata` format (alias `eve`).
+pub static FORMAT: FormatSpec = FormatSpec {
+    name: "suricata",
+    aliases: &["eve"],
+    summary: "Suricata EVE JSON; one table suricata.<event_type>",
+    // `.json` is shared with every other JSON format: not a claim, the registry sniffs content.
+    extensions: &[],
+    sniff,
+    open,
+    text_fields: false,
+};
+
+fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {
+    Ok(Box::new(EveDecoder::new(source, &opts.read)))
+}
+
+/// 95 when the first line that parses as a JSON object (among the first 8 non-blank lines: a
+/// stream may start with a broken line) has an `event_type` field.
+pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
+    let obj = p.lines(8).into_iter().find_map(|l| {
+        (l.first() == Some(&b'{'))
+            .then(|| serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(l).ok())
+            .flatten()
+    })?;
+    obj.contains_key("event_type").then_some(95)
+}
+
+/// Reads EVE JSON lines from `input` (with [`EveDecoder`]); see the module documentation.
 pub fn read(
     input: &mut dyn BufRead,
     source: &SourceInfo,
     opts: &ReadOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut r = EveReader::new(source, opts);
-    let res = r.read_all(input, out);
-    // Whatever was read before an I/O error is still good: emit it, then report the error.
-    let flushed = r.flush_all(out);
-    res.and(flushed)
+    EveDecoder::new(source, opts).read(input, out)
 }
 
-struct EveReader<'a> {
-    source: &'a SourceInfo,
+/// The EVE [`Decoder`] for one stream; see the module documentation.
+pub struct EveDecoder {
+    framer: LineFramer,
+    reader: EveReader,
+}
+
+impl EveDecoder {
+    pub fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
+        Self {
+            framer: LineFramer::new(MAX_LINE_BYTES, OVERLONG_RAW_KEEP),
+            reader: EveReader::new(source, opts),
+        }
+    }
+}
+
+impl Decoder for EveDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.feed(bytes, &mut self.reader, out)
+    }
+
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.reader.flush_all(out)
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.finish(&mut self.reader, out)?;
+        self.reader.flush_all(out)
+    }
+}
+
+struct EveReader {
+    source: SourceInfo,
     batch_rows: usize,
     hints: HintTree,
     tables: BTreeMap<TableName, json::Batcher>,
@@ -124,76 +182,65 @@ struct Bad {
     table: Option<TableName>,
 }
 
-impl<'a> EveReader<'a> {
-    fn new(source: &'a SourceInfo, opts: &ReadOptions) -> Self {
+impl LineHandler for EveReader {
+    fn line(&mut self, lineno: u64, line: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        let mut line = strip_cr(line);
+        if lineno == 1 {
+            // Windows tools prefix a byte-order mark that JSON parsers refuse.
+            line = strip_bom(line);
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let value = match Value::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => return self.reject(out, lineno, json_error_reason(&e), line.to_vec(), None),
+        };
+        match self.prepare(value) {
+            Ok((table, record)) => {
+                if !self.tables.contains_key(&table) {
+                    self.tables.insert(table.clone(), new_batcher());
+                }
+                let b = self.tables.get_mut(&table).expect("inserted above");
+                b.push(record, line.len());
+                self.buffered_bytes += line.len();
+                if b.len() >= self.batch_rows {
+                    self.flush(&table, out)?;
+                } else if self.buffered_bytes >= MAX_BUFFERED_BYTES {
+                    self.flush_all(out)?;
+                }
+                Ok(())
+            }
+            Err(bad) => self.reject(out, lineno, bad.reason, line.to_vec(), bad.table),
+        }
+    }
+
+    fn overlong(
+        &mut self,
+        lineno: u64,
+        start: &[u8],
+        _len: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        self.reject(
+            out,
+            lineno,
+            format!("line longer than {MAX_LINE_BYTES} bytes"),
+            start.to_vec(),
+            None,
+        )
+    }
+}
+
+impl EveReader {
+    fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
         Self {
-            source,
+            source: source.clone(),
             batch_rows: opts.batch_rows.max(1),
             hints: hints(),
             tables: BTreeMap::new(),
             buffered_bytes: 0,
         }
-    }
-
-    fn read_all(&mut self, input: &mut dyn BufRead, out: &mut dyn Emit) -> anyhow::Result<()> {
-        let mut line = Vec::with_capacity(4096);
-        let mut lineno: u64 = 0;
-        loop {
-            line.clear();
-            let Some(info) = read_line(input, &mut line, MAX_LINE_BYTES).with_context(|| {
-                format!("{}: read error after line {lineno}", self.source.display)
-            })?
-            else {
-                break;
-            };
-            lineno += 1;
-            out.progress(info.consumed as u64);
-            if info.overlong {
-                line.truncate(OVERLONG_RAW_KEEP);
-                self.reject(
-                    out,
-                    lineno,
-                    format!("line longer than {MAX_LINE_BYTES} bytes"),
-                    line.clone(),
-                    None,
-                )?;
-                continue;
-            }
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if lineno == 1 && line.starts_with(UTF8_BOM) {
-                // Windows tools prefix a byte-order mark that JSON parsers refuse.
-                line.drain(..UTF8_BOM.len());
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let value = match Value::from_slice(&line) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.reject(out, lineno, json_error_reason(&e), line.clone(), None)?;
-                    continue;
-                }
-            };
-            match self.prepare(value) {
-                Ok((table, record)) => {
-                    if !self.tables.contains_key(&table) {
-                        self.tables.insert(table.clone(), new_batcher());
-                    }
-                    let b = self.tables.get_mut(&table).expect("inserted above");
-                    b.push(record, line.len());
-                    self.buffered_bytes += line.len();
-                    if b.len() >= self.batch_rows {
-                        self.flush(&table, out)?;
-                    } else if self.buffered_bytes >= MAX_BUFFERED_BYTES {
-                        self.flush_all(out)?;
-                    }
-                }
-                Err(bad) => self.reject(out, lineno, bad.reason, line.clone(), bad.table)?,
-            }
-        }
-        Ok(())
     }
 
     /// Checks one record and applies EVE typing; returns its table.
@@ -374,76 +421,75 @@ fn fix_rr(rr: &mut Value) {
     }
 }
 
-struct LineInfo {
-    /// Bytes consumed from the input, terminator included.
-    consumed: usize,
-    /// The line was longer than the limit; `buf` holds only its first `limit` bytes.
-    overlong: bool,
-}
-
-/// Reads one line (without its `\n`) into `buf`, keeping at most `limit` bytes of it; `None` at
-/// the end of input. Hand-written instead of `read_until` so that one enormous line cannot
-/// exhaust memory.
-fn read_line(
-    input: &mut dyn BufRead,
-    buf: &mut Vec<u8>,
-    limit: usize,
-) -> io::Result<Option<LineInfo>> {
-    let mut consumed = 0;
-    let mut overlong = false;
-    loop {
-        let chunk = match input.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok((consumed > 0).then_some(LineInfo { consumed, overlong }));
-        }
-        let (part, done) = match memchr::memchr(b'\n', chunk) {
-            Some(i) => (&chunk[..i], i + 1),
-            None => (chunk, chunk.len()),
-        };
-        let room = limit.saturating_sub(buf.len());
-        if part.len() > room {
-            overlong = true;
-        }
-        buf.extend_from_slice(&part[..part.len().min(room)]);
-        let found = done > part.len();
-        input.consume(done);
-        consumed += done;
-        if found {
-            return Ok(Some(LineInfo { consumed, overlong }));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn probe(s: &[u8]) -> Option<Confidence> {
+        sniff(&Probe {
+            head: s,
+            file_name: Some("eve.json"),
+        })
+    }
+
     #[test]
-    fn read_line_limits_and_counts() {
-        let data = b"abc\r\n\nlonger line here\nlast";
-        let mut input = io::BufReader::with_capacity(4, &data[..]);
-        let mut buf = Vec::new();
-        let mut lines = Vec::new();
-        while let Some(info) = read_line(&mut input, &mut buf, 8).unwrap() {
-            lines.push((
-                String::from_utf8(buf.clone()).unwrap(),
-                info.consumed,
-                info.overlong,
-            ));
-            buf.clear();
+    fn sniffs_eve_and_nothing_else() {
+        for yes in [
+            &br#"{"timestamp":"2018-03-24T17:15:21.400275+0000","flow_id":1,"event_type":"dns"}"#[..],
+            b"\xEF\xBB\xBF\n\n  {\"event_type\":\"stats\",\"stats\":{}}\r\n{\"x\":1}\n",
+        ] {
+            assert_eq!(probe(yes), Some(95), "{}", String::from_utf8_lossy(yes));
         }
-        assert_eq!(
-            lines,
-            vec![
-                ("abc\r".to_string(), 5, false),
-                (String::new(), 1, false),
-                ("longer l".to_string(), 17, true),
-                ("last".to_string(), 4, false),
-            ]
-        );
+        for no in [
+            // Zeek JSON, generic JSON, Docker, a JSON array, TSV, binary junk.
+            &br#"{"_path":"conn","ts":1.0,"uid":"C"}"#[..],
+            br#"{"ts":1.0,"uid":"C","id.orig_h":"1.2.3.4"}"#,
+            br#"{"log":"x\n","stream":"stdout","time":"2024-01-01T00:00:00Z"}"#,
+            br#"[{"event_type":"dns"}]"#,
+            br#"{"msg":"event_type"}"#,
+            b"{\"event_type\": \"dns\"",
+            b"#separator \\x09\n#fields\tts\n",
+            b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00",
+            b"\x0a\x0d\x0d\x0a\x1c\x00\x00\x00\x4d\x3c\x2b\x1a",
+            b"",
+        ] {
+            assert_eq!(probe(no), None, "{}", String::from_utf8_lossy(no));
+        }
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            let junk: Vec<u8> = (0..300)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng as u8
+                })
+                .collect();
+            assert_eq!(probe(&junk), None);
+        }
+    }
+
+    #[test]
+    fn overlong_lines_are_one_reject_each_and_reading_goes_on() {
+        let mut data = b"{\"event_type\":\"a\"}\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', 100));
+        data.extend(b"\n{\"event_type\":\"b\"}\n");
+        for piece in [1, 7, data.len()] {
+            let mut d = EveDecoder::new(&SourceInfo::stdin(), &ReadOptions::default());
+            d.framer = LineFramer::new(50, 10);
+            let mut out = silt_core::CollectEmit::default();
+            for p in data.chunks(piece) {
+                d.feed(p, &mut out).unwrap();
+            }
+            d.finish(&mut out).unwrap();
+            assert_eq!(out.total_rows(), 2, "piece {piece}");
+            assert_eq!(out.rejects.len(), 1, "piece {piece}");
+            assert_eq!(out.rejects[0].line, 2);
+            assert_eq!(out.rejects[0].raw, b"xxxxxxxxxx");
+            assert_eq!(
+                out.rejects[0].reason,
+                format!("line longer than {MAX_LINE_BYTES} bytes")
+            );
+        }
     }
 }

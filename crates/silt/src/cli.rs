@@ -11,10 +11,12 @@ use crate::units::parse_bytes;
     name = "silt",
     version,
     about = "Security and network telemetry into a Parquet/Feather lake, queried with SQL",
-    long_about = "silt reads Zeek (TSV and JSON) and Suricata EVE logs, turns them into Apache Arrow \
-record batches with named schemas (zeek.conn, suricata.dns, ...), writes them into a Hive-partitioned \
-lake of plain Parquet or Feather files (<lake>/zeek.conn/dt=2024-03-24/hour=17/<unique>.parquet), and \
-answers SQL over the lake with Apache DataFusion. DuckDB, Spark, Trino and Athena read the same files.",
+    long_about = "silt reads security and network telemetry (Zeek TSV and JSON, Suricata EVE, pcap and \
+pcapng, JSON, MessagePack, CSV/TSV, LTSV, Avro, Docker json-file, syslog, web access logs; `silt import \
+--help` lists them), turns it into Apache Arrow record batches with named schemas (zeek.conn, \
+suricata.dns, pcap.packet, ...), writes them into a Hive-partitioned lake of plain Parquet or Feather \
+files (<lake>/zeek.conn/dt=2024-03-24/hour=17/<unique>.parquet), and answers SQL over the lake with \
+Apache DataFusion. DuckDB, Spark, Trino and Athena read the same files.",
     after_help = "Examples:\n  silt demo\n  silt import zeek conn.log dns.log.gz ./zeek-logs/ --lake ./lake\n  \
 cat eve.json | silt import suricata - --lake ./lake\n  silt query --lake ./lake \"SELECT id.orig_h, count(*) AS n FROM zeek.conn GROUP BY 1 ORDER BY n DESC LIMIT 10\"\n  \
 silt tables --lake ./lake"
@@ -31,8 +33,15 @@ pub enum Command {
         after_help = "Examples:\n  silt import zeek conn.log dns.log.gz ./zeek-logs/ --lake ./lake\n  \
 silt import suricata eve.json --lake ./lake\n  cat eve.json | silt import suricata - --lake ./lake\n  \
 silt import auto ./mixed/ --lake ./lake --store feather --codec lz4\n\n\
-Bad lines never stop an import: each is counted, reported with file:line and reason, and kept \
-with its raw text in <lake>/_rejects/. Use --strict to exit non-zero when anything was rejected."
+`silt import --help` lists every format. Bad lines never stop an import: each is counted, reported with file:line and reason, and kept \
+with its raw text in <lake>/_rejects/. Use --strict to exit non-zero when anything was rejected.\n\n\
+Importing the same input twice does not duplicate rows: the lake records what each import consumed \
+(<lake>/_silt/imports/), inputs already imported are skipped with a message (--force imports them \
+again), and the next import cleans up after one that was killed.\n\n\
+Exit status: 0 all imported; 1 the import could not run (bad option, unreadable lake); 3 a table \
+could not be written (the other tables were, the summary says why); 4 an input gave no rows \
+(empty, not the format, every record rejected; --allow-empty accepts it); 2 lines were rejected \
+and --strict is set. The first that applies in this order: 1, 3, 4, 2."
     )]
     Import(ImportArgs),
     /// Run SQL over a lake. Tables are named as they read: zeek.conn, suricata.dns, ...
@@ -74,8 +83,8 @@ store x codec x row-group size x repetition through silt's own writer; write tim
 only (CPU and wall). Four queries (full scan, 10% time window count, top-N group-by, needle \
 lookup) run on every file with DataFusion. See docs/bench.md.")]
     Bench(BenchArgs),
-    /// Convert generic logs (JSON, MessagePack, CSV, TSV, LTSV, Avro, Docker, syslog) into one
-    /// Parquet or Feather file.
+    /// Convert logs of one table (JSON, MessagePack, CSV, TSV, LTSV, Avro, Docker, syslog, access
+    /// logs, or any other format silt reads) into one Parquet or Feather file.
     #[command(
         after_help = "Examples:\n  silt convert access.ndjson -o access.parquet\n  \
 silt convert buffer.msgpack -o logs.parquet --time-field log_time --time-unit ms --codec snappy\n  \
@@ -83,7 +92,8 @@ silt convert data.csv -o data.feather --codec lz4\n  \
 silt convert access.log -o access.parquet --format access --log-format combined\n  \
 silt convert events.json -o events.parquet --schema events.avsc\n\n\
 The format comes from --format, else the file extension (.json .ndjson .jsonl .msgpack .csv \
-.tsv .ltsv .avro), else the first bytes. Rows are sorted by --sort or the time column in bounded \
+.tsv .ltsv .avro .pcap .pcapng), else the first bytes (`silt convert --help` lists the formats). \
+All inputs become one table, named by the first. Rows are sorted by --sort or the time column in bounded \
 memory: input in order (or out of order by less than about half of --sort-buffer) is written in \
 one pass; older rows are kept in temporary files and merged at the end. Records that \
 cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md."
@@ -91,36 +101,25 @@ cannot be used are counted and kept in _rejects/ next to the output. See docs/lo
     Convert(ConvertArgs),
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ImportFormat {
-    /// Zeek logs, TSV or JSON (decided per file).
-    Zeek,
-    /// Suricata EVE JSON.
-    Suricata,
-    /// Detect the format of each file from its content.
-    Auto,
-    /// Generic NDJSON (JSON Lines): one object per line, schema inferred.
-    Json,
-    /// MessagePack: a stream of maps (fluentd buffers, msgpack outputs).
-    Msgpack,
-    /// CSV with a header row (RFC 4180 quoting), column types inferred.
-    Csv,
-    /// Tab-separated values with a header row (no quoting).
-    Tsv,
-    /// LTSV: tab-separated label:value fields.
-    Ltsv,
-    /// Avro object container files (schema from the file).
-    Avro,
-    /// Docker json-file logs ({"log","stream","time"}); split partial lines are joined.
-    Docker,
-    /// Syslog, RFC 5424 or RFC 3164 (BSD) lines.
-    Syslog,
-    /// Web server access logs: nginx/Apache combined, common, nginx main, or a custom nginx
-    /// log_format / Apache LogFormat string (--log-format). Table access.<file stem>.
-    Access,
-    /// Packet captures: classic pcap or pcapng (gzip too). Table pcap.packet (one row per
-    /// frame, innermost flow of tunnels); --flows adds pcap.flow. See docs/pcap.md.
-    Pcap,
+/// The `format` argument of `import`, `convert` and `bench`: a name from the format registry
+/// (`silt_ingest::registry`, with each format's one-line summary as its help), or `auto` when
+/// `with_auto`.
+pub fn format_parser(with_auto: bool) -> clap::builder::PossibleValuesParser {
+    let mut values: Vec<clap::builder::PossibleValue> = silt_ingest::registry::FORMATS
+        .iter()
+        .map(|f| {
+            clap::builder::PossibleValue::new(f.name)
+                .help(f.summary)
+                .aliases(f.aliases.iter().copied())
+        })
+        .collect();
+    if with_auto {
+        values.push(
+            clap::builder::PossibleValue::new("auto")
+                .help("detect each input's format from its content (every format above)"),
+        );
+    }
+    clap::builder::PossibleValuesParser::new(values)
 }
 
 /// Access-log options: `silt import access` and `--parse-field` on the generic formats.
@@ -179,14 +178,15 @@ pub struct ConvertArgs {
     /// Output file: .parquet, or .feather/.arrow for Arrow IPC (Feather v2).
     #[arg(long, short)]
     pub output: PathBuf,
-    /// Input format (default: from the extension, else the content). `access` (web server
-    /// access logs, see --log-format) is never guessed: give it.
-    #[arg(long, value_parser = ["json", "ndjson", "msgpack", "csv", "tsv", "ltsv", "avro", "docker", "syslog", "access"])]
+    /// Input format (default: from the file extension, else the content).
+    #[arg(long, value_parser = format_parser(false))]
     pub format: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub pcap: PcapArgs,
     #[command(flatten)]
     pub write: WriteOpts,
     /// Exit with status 2 if any record was rejected (everything valid is still written).
@@ -269,9 +269,9 @@ pub struct WriteOpts {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// Input format.
-    #[arg(value_enum)]
-    pub format: ImportFormat,
+    /// Input format, or auto (detected per input from its content).
+    #[arg(value_parser = format_parser(true))]
+    pub format: String,
     /// Files, directories (read recursively) or - for standard input; gzip is detected.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
@@ -289,6 +289,14 @@ pub struct ImportArgs {
     /// Exit with status 2 if any line was rejected (everything valid is still imported).
     #[arg(long)]
     pub strict: bool,
+    /// Exit with status 0 even when an input gave no rows (empty, not the format, or every
+    /// record rejected); without it that is status 4.
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Import inputs again even when the lake's import record says their content is already in
+    /// the lake (without it they are skipped with a message, so a re-run never duplicates rows).
+    #[arg(long)]
+    pub force: bool,
     /// Do not show the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -320,6 +328,10 @@ pub struct QueryArgs {
     /// Print files, row groups and bytes scanned against the totals (to standard error).
     #[arg(long)]
     pub stats: bool,
+    /// Let `COPY (...) TO 'path'` write the file it names. Without it queries are read-only:
+    /// CREATE, DROP, INSERT, SET and COPY are refused (use -o FILE to save a result).
+    #[arg(long)]
+    pub allow_write: bool,
     /// The SQL statement.
     pub sql: String,
 }
@@ -456,13 +468,15 @@ pub struct BenchArgs {
     /// Report directory: results.csv, index.html, plots/ (created).
     #[arg(long)]
     pub out: PathBuf,
-    /// Input format, as for `silt import`.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: ImportFormat,
-    /// Extra `silt import` option for the chosen format's reader (repeatable), e.g.
-    /// --reader-arg=--some-reader-option=value.
-    #[arg(long, allow_hyphen_values = true)]
-    pub reader_arg: Vec<String>,
+    /// Input format, as for `silt import` (default: detected per input).
+    #[arg(long, default_value = "auto", value_parser = format_parser(true))]
+    pub format: String,
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    #[command(flatten)]
+    pub pcap: PcapArgs,
     /// Stores to compare (comma separated).
     #[arg(long, value_delimiter = ',', default_value = "parquet,feather")]
     pub stores: Vec<String>,

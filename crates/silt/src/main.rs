@@ -1,9 +1,14 @@
 //! `silt`: the command-line shell over the silt libraries. Each subcommand lives in `cmd/` and
-//! only parses arguments, calls a library, and prints; the work is done in the crates.
+//! only parses arguments, calls a library, and prints; the work is done in the crates. No
+//! command module imports another: what several share is in `opts` (flags to library options),
+//! `progress` (the progress bar) and `render` (printing summaries and tables).
 
 mod alloc;
 mod cli;
 mod cmd;
+mod opts;
+mod progress;
+mod render;
 mod units;
 
 use clap::Parser;

@@ -28,6 +28,10 @@
 //!   `XXXXXXXXXX.XXXXXX` token of Zeek's test baselines) and lines that are not JSON objects are
 //!   rejects. Blank lines are skipped.
 //!
+//! [`ZeekJsonDecoder`] is the [`silt_core::Decoder`] (lines cut by
+//! [`silt_core::decode::LineFramer`], so the stream may be fed in pieces split anywhere);
+//! [`read`] and [`read_slice`] are thin wrappers over it.
+//!
 //! Touches nothing but its input and `out`.
 
 use std::collections::HashMap;
@@ -35,11 +39,12 @@ use std::io::BufRead;
 
 use arrow::datatypes::DataType;
 use serde_json::{Map, Value};
+use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
 use silt_core::schema::unify_types;
-use silt_core::{Emit, ReadOptions, Reject, SourceInfo, TableName};
+use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
 use super::types::{addr_into, canon_into, Col, Layout, LeafSpec, ZType};
-use super::{drive_lines, drive_slice, registry, LineSink, MAX_LINE};
+use super::{overlong_reason, registry, MAX_LINE, REJECT_RAW_MAX};
 
 /// A batch is emitted early once its rows came from this many input bytes (keeps 32-bit Arrow
 /// string offsets far from overflow).
@@ -47,15 +52,14 @@ const FLUSH_BYTES: usize = 256 << 20;
 /// Integers of at least this magnitude in a time field are epoch milliseconds.
 const MILLIS_THRESHOLD: i64 = 100_000_000_000;
 
-/// Reads a Zeek NDJSON stream. See the module documentation.
+/// Reads a Zeek NDJSON stream (with [`ZeekJsonDecoder`]). See the module documentation.
 pub fn read(
     input: &mut dyn BufRead,
     source: &SourceInfo,
     opts: &ReadOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut r = JsonReader::new(source, opts);
-    drive_lines(input, source, &mut r, out)
+    ZeekJsonDecoder::new(source, opts).read(input, out)
 }
 
 /// Parses a whole in-memory Zeek NDJSON log (same behaviour as [`read`]).
@@ -65,18 +69,46 @@ pub fn read_slice(
     opts: &ReadOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut r = JsonReader::new(source, opts);
-    drive_slice(data, &mut r, out)
+    decode_slice(&mut ZeekJsonDecoder::new(source, opts), data, out)
 }
 
-struct JsonReader<'a> {
-    source: &'a SourceInfo,
+/// The Zeek NDJSON [`Decoder`] for one stream; see the module documentation.
+pub struct ZeekJsonDecoder {
+    framer: LineFramer,
+    reader: JsonReader,
+}
+
+impl ZeekJsonDecoder {
+    pub fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
+        Self {
+            framer: LineFramer::new(MAX_LINE, REJECT_RAW_MAX),
+            reader: JsonReader::new(source, opts),
+        }
+    }
+}
+
+impl Decoder for ZeekJsonDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.feed(bytes, &mut self.reader, out)
+    }
+
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.reader.flush_all(out)
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.finish(&mut self.reader, out)?;
+        self.reader.flush_all(out)
+    }
+}
+
+struct JsonReader {
+    source: SourceInfo,
     batch_rows: usize,
     tables: Vec<JTable>,
     by_path: HashMap<String, usize>,
     fallback: String,
     line_no: u64,
-    unreported_bytes: u64,
 }
 
 /// The builders of one log.
@@ -111,16 +143,15 @@ enum Kind {
     },
 }
 
-impl<'a> JsonReader<'a> {
-    fn new(source: &'a SourceInfo, opts: &ReadOptions) -> Self {
+impl JsonReader {
+    fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
         JsonReader {
-            source,
+            source: source.clone(),
             batch_rows: opts.batch_rows.max(1),
             tables: Vec::new(),
             by_path: HashMap::new(),
             fallback: super::fallback_log_name(source),
             line_no: 0,
-            unreported_bytes: 0,
         }
     }
 
@@ -138,14 +169,6 @@ impl<'a> JsonReader<'a> {
             raw: raw.to_vec(),
             table,
         })
-    }
-
-    fn reject_overlong(&self, start: &[u8], len: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
-        let reason = format!(
-            "line of {len}+ bytes is longer than the limit of {MAX_LINE} bytes (only its first {} bytes are kept here)",
-            start.len()
-        );
-        self.reject(start, reason, None, out)
     }
 
     fn table_index(&mut self, path: &str) -> usize {
@@ -173,30 +196,25 @@ impl<'a> JsonReader<'a> {
             out.table_bytes(&table, bytes);
             out.batch(&table, batch)?;
         }
-        if self.unreported_bytes > 0 {
-            out.progress(self.unreported_bytes);
-            self.unreported_bytes = 0;
+        Ok(())
+    }
+
+    fn flush_all(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        for i in 0..self.tables.len() {
+            self.flush_table(i, out)?;
         }
         Ok(())
     }
 }
 
-impl LineSink for JsonReader<'_> {
-    fn line(&mut self, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.line_no += 1;
-        self.unreported_bytes += raw.len() as u64 + 1;
+impl LineHandler for JsonReader {
+    fn line(&mut self, lineno: u64, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.line_no = lineno;
         let raw_len = raw.len();
-        let raw = if self.line_no == 1 {
-            super::strip_bom(raw)
-        } else {
-            raw
-        };
+        let raw = if lineno == 1 { strip_bom(raw) } else { raw };
         let line = raw.trim_ascii();
         if line.is_empty() {
             return Ok(());
-        }
-        if line.len() > MAX_LINE {
-            return self.reject_overlong(&line[..super::REJECT_RAW_MAX], line.len(), out);
         }
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let mut map: Map<String, Value> = match serde_json::from_slice::<Value>(line) {
@@ -233,25 +251,15 @@ impl LineSink for JsonReader<'_> {
         }
     }
 
-    fn overlong(&mut self, start: &[u8], len: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.line_no += 1;
-        self.unreported_bytes += len as u64;
-        self.reject_overlong(start, len, out)
-    }
-
-    fn skipped(&mut self, bytes: usize) {
-        self.unreported_bytes += bytes as u64;
-    }
-
-    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
-        for i in 0..self.tables.len() {
-            self.flush_table(i, out)?;
-        }
-        if self.unreported_bytes > 0 {
-            out.progress(self.unreported_bytes);
-            self.unreported_bytes = 0;
-        }
-        Ok(())
+    fn overlong(
+        &mut self,
+        lineno: u64,
+        start: &[u8],
+        _len: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        self.line_no = lineno;
+        self.reject(start, overlong_reason(), None, out)
     }
 }
 

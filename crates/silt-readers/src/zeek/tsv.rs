@@ -18,21 +18,26 @@
 //! from 1 as in `cut -f`), and reading goes on. Data before any `#fields` header is rejected.
 //! Empty lines are skipped. CRLF line ends are accepted.
 //!
-//! This is the benchmarked hot path: lines are cut out of the reader's buffer with memchr (no
-//! copy unless a line straddles two buffer fills), the separators of a line are found eight bytes
-//! at a time, and each field is parsed straight into its typed column builder (no per-line or
-//! per-field allocation; fast paths for Zeek's own number/time/IPv4/plain-string forms that give
-//! the same results as the general parsers). [`read_slice`] is the same parser over an in-memory
-//! slice, for micro-benchmarks (`tests/zeek_bench.rs`).
+//! [`ZeekTsvDecoder`] is the [`silt_core::Decoder`]: it may be fed the stream in pieces split
+//! anywhere (header state, the partial last line and the rows of the batch being built are all it
+//! keeps between calls); [`read`] and [`read_slice`] are thin wrappers over it.
+//!
+//! This is the benchmarked hot path: lines are cut out of the fed pieces by
+//! [`silt_core::decode::LineFramer`] with memchr (no copy unless a line straddles two pieces),
+//! the separators of a line are found eight bytes at a time, and each field is parsed straight
+//! into its typed column builder (no per-line or per-field allocation; fast paths for Zeek's own
+//! number/time/IPv4/plain-string forms that give the same results as the general parsers).
+//! [`read_slice`] decodes an in-memory slice, for micro-benchmarks (`tests/zeek_bench.rs`).
 //!
 //! Touches nothing but its input and `out`.
 
 use std::io::BufRead;
 
 use memchr::memchr;
-use silt_core::{Emit, ReadOptions, Reject, SourceInfo, TableName};
+use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
+use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
-use super::{drive_lines, drive_slice, LineSink, MAX_LINE, REJECT_RAW_MAX};
+use super::{overlong_reason, MAX_LINE, REJECT_RAW_MAX};
 
 use super::types::{
     addr_into, canon_into, parse_f64, parse_i64, parse_u64, Col, Layout, LeafSpec, ZType,
@@ -44,15 +49,14 @@ pub const CANONIFIED_TS: &[u8] = b"XXXXXXXXXX.XXXXXX";
 /// offsets of Arrow string arrays cannot overflow (canonical text is at most 4x its input).
 const FLUSH_BYTES: usize = 256 << 20;
 
-/// Reads a Zeek TSV stream. See the module documentation.
+/// Reads a Zeek TSV stream (with [`ZeekTsvDecoder`]). See the module documentation.
 pub fn read(
     input: &mut dyn BufRead,
     source: &SourceInfo,
     opts: &ReadOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut p = TsvParser::new(source, opts);
-    drive_lines(input, source, &mut p, out)
+    ZeekTsvDecoder::new(source, opts).read(input, out)
 }
 
 /// Parses a whole in-memory Zeek TSV log (same behaviour as [`read`]); for benchmarks and tests.
@@ -62,8 +66,37 @@ pub fn read_slice(
     opts: &ReadOptions,
     out: &mut dyn Emit,
 ) -> anyhow::Result<()> {
-    let mut p = TsvParser::new(source, opts);
-    drive_slice(data, &mut p, out)
+    decode_slice(&mut ZeekTsvDecoder::new(source, opts), data, out)
+}
+
+/// The Zeek TSV [`Decoder`] for one stream; see the module documentation.
+pub struct ZeekTsvDecoder {
+    framer: LineFramer,
+    parser: TsvParser,
+}
+
+impl ZeekTsvDecoder {
+    pub fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
+        Self {
+            framer: LineFramer::new(MAX_LINE, REJECT_RAW_MAX),
+            parser: TsvParser::new(source, opts),
+        }
+    }
+}
+
+impl Decoder for ZeekTsvDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.feed(bytes, &mut self.parser, out)
+    }
+
+    fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.parser.flush(out)
+    }
+
+    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.framer.finish(&mut self.parser, out)?;
+        self.parser.flush(out)
+    }
 }
 
 /// Separators and markers of the current header block.
@@ -100,9 +133,9 @@ struct Block {
     bytes: usize,
 }
 
-/// Line-at-a-time Zeek TSV parser (the state machine behind [`read`]).
-struct TsvParser<'a> {
-    source: &'a SourceInfo,
+/// Line-at-a-time Zeek TSV parser (the state machine behind [`ZeekTsvDecoder`]).
+struct TsvParser {
+    source: SourceInfo,
     batch_rows: usize,
     prefix: Vec<u8>,
     m: Markers,
@@ -116,16 +149,15 @@ struct TsvParser<'a> {
     block_err: Option<String>,
     line_no: u64,
     seen_content: bool,
-    unreported_bytes: u64,
     scratch: Vec<u8>,
     /// Separator positions of the current line.
     pos: Vec<u32>,
 }
 
-impl<'a> TsvParser<'a> {
-    fn new(source: &'a SourceInfo, opts: &ReadOptions) -> Self {
+impl TsvParser {
+    fn new(source: &SourceInfo, opts: &ReadOptions) -> Self {
         TsvParser {
-            source,
+            source: source.clone(),
             batch_rows: opts.batch_rows.max(1),
             prefix: b"#".to_vec(),
             m: Markers::default(),
@@ -137,24 +169,14 @@ impl<'a> TsvParser<'a> {
             block_err: None,
             line_no: 0,
             seen_content: false,
-            unreported_bytes: 0,
             scratch: Vec::new(),
             pos: Vec::new(),
         }
     }
 
-    fn reject_overlong(
-        &mut self,
-        start: &[u8],
-        len: usize,
-        out: &mut dyn Emit,
-    ) -> anyhow::Result<()> {
+    fn reject_overlong(&mut self, start: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
         let table = self.block.as_ref().map(|b| b.table.clone());
-        let reason = format!(
-            "line of {len}+ bytes is longer than the limit of {MAX_LINE} bytes (only its first {} bytes are kept here)",
-            start.len()
-        );
-        self.reject(start, reason, table, out)
+        self.reject(start, overlong_reason(), table, out)
     }
 
     /// A header line without its meta prefix.
@@ -215,7 +237,7 @@ impl<'a> TsvParser<'a> {
         let path = self
             .path
             .clone()
-            .unwrap_or_else(|| super::fallback_log_name(self.source));
+            .unwrap_or_else(|| super::fallback_log_name(&self.source));
         let (fields, types) = match (&self.fields, &self.types) {
             (None, _) => return self.invalidate("data line before any #fields header".into(), out),
             (Some(_), None) => {
@@ -343,24 +365,16 @@ impl<'a> TsvParser<'a> {
                 out.batch(&b.table, batch)?;
             }
         }
-        if self.unreported_bytes > 0 {
-            out.progress(self.unreported_bytes);
-            self.unreported_bytes = 0;
-        }
         Ok(())
     }
 }
 
-impl LineSink for TsvParser<'_> {
-    fn line(&mut self, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.line_no += 1;
-        self.unreported_bytes += raw.len() as u64 + 1;
+impl LineHandler for TsvParser {
+    #[inline]
+    fn line(&mut self, lineno: u64, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.line_no = lineno;
         let full_len = raw.len() + 1;
-        let raw = if self.line_no == 1 {
-            super::strip_bom(raw)
-        } else {
-            raw
-        };
+        let raw = if lineno == 1 { strip_bom(raw) } else { raw };
         let line = match raw.split_last() {
             Some((b'\r', rest)) => rest,
             _ => raw,
@@ -370,9 +384,6 @@ impl LineSink for TsvParser<'_> {
         }
         let first = !self.seen_content;
         self.seen_content = true;
-        if line.len() > MAX_LINE {
-            return self.reject_overlong(&line[..REJECT_RAW_MAX], line.len(), out);
-        }
         if line[0] == self.prefix[0] && line.starts_with(&self.prefix) {
             let body = &line[self.prefix.len()..];
             self.directive(body);
@@ -388,19 +399,16 @@ impl LineSink for TsvParser<'_> {
         self.data(line, full_len, out)
     }
 
-    fn overlong(&mut self, start: &[u8], len: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.line_no += 1;
-        self.unreported_bytes += len as u64;
+    fn overlong(
+        &mut self,
+        lineno: u64,
+        start: &[u8],
+        _len: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        self.line_no = lineno;
         self.seen_content = true;
-        self.reject_overlong(start, len, out)
-    }
-
-    fn skipped(&mut self, bytes: usize) {
-        self.unreported_bytes += bytes as u64;
-    }
-
-    fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.flush(out)
+        self.reject_overlong(start, out)
     }
 }
 
@@ -780,7 +788,7 @@ fn split_header(value: &[u8], sep: &[u8]) -> Vec<String> {
 
 /// `PREFIX<>separator |` -> the length of `PREFIX<>`: a short prefix without whitespace directly
 /// followed by `separator ` and a value.
-fn detect_meta_prefix(line: &[u8]) -> Option<usize> {
+pub(crate) fn detect_meta_prefix(line: &[u8]) -> Option<usize> {
     let p = memchr::memmem::find(line, b"separator ")?;
     if p == 0 || p > 32 || line.len() <= p + 10 {
         return None;

@@ -1,28 +1,18 @@
-//! `silt bench`: reads inputs the way `silt import` does (same reader selection:
-//! [`import::reader_spec`], format detection, custom readers, the same pipeline and progress
-//! bar) into bounded memory, or loads the tables of a lake, and hands them to `silt_bench::run`.
+//! `silt bench`: reads inputs the way `silt import` does (the same `silt_ingest` pipeline: format
+//! registry and detection, options, `--parse-field`, progress bar) into bounded memory, or loads
+//! the tables of a lake, and hands them to `silt_bench::run`.
 //! Rejects are kept under `--out` (`_rejects/`), as import keeps them under the lake. Only
 //! argument handling and printing here; the benchmark lives in the `silt-bench` crate.
 
-use std::io::IsTerminal;
-
-use clap::{Parser, ValueEnum};
 use silt_bench::collect::Collected;
 use silt_bench::matrix::{self, CodecSpec};
 use silt_bench::{BenchOptions, BoundedCollect};
-use silt_core::ReadOptions;
+use silt_ingest::sink::InMemory;
+use silt_ingest::FileSource;
 use silt_lake::StoreKind;
-use silt_readers::source;
 
-use super::import;
-use crate::cli::{BenchArgs, ImportArgs};
-
-/// `ImportArgs` parsed on its own, to build the same reader `silt import` would.
-#[derive(Parser)]
-struct ImportOnly {
-    #[command(flatten)]
-    a: ImportArgs,
-}
+use crate::cli::BenchArgs;
+use crate::{opts, progress};
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let stores: Vec<StoreKind> = a
@@ -70,36 +60,16 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 !a.inputs.is_empty(),
                 "give input files/directories or --lake"
             );
-            let name = a
-                .format
-                .to_possible_value()
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_else(|| "auto".into());
-            let mut argv = vec![
-                "import".to_string(),
-                name.clone(),
-                "-".into(),
-                "--lake".into(),
-                "unused".into(),
-            ];
-            argv.extend(a.reader_arg.iter().cloned());
-            let ia = ImportOnly::try_parse_from(&argv)
-                .map_err(|e| anyhow::anyhow!("--reader-arg: {e}"))?
-                .a;
-            let mut spec = import::reader_spec(&ia)?;
-            let inputs = source::expand(&a.inputs)?;
+            let name = a.format.clone();
+            let choice = opts::format_choice(&name, false)?;
+            let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, a.batch_rows)?;
+            let inputs = silt_ingest::expand(&a.inputs)?;
             eprintln!("reading {} input(s) ({name}) ...", inputs.len());
             let shown: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
             let source = format!("{} ({} files, {name})", shown.join(", "), inputs.len());
-            // The same reader thread, progress bar and reject printing as `silt import`.
-            let total: Option<u64> = inputs.iter().map(source::Input::size).sum();
-            let opts = ReadOptions {
-                batch_rows: a.batch_rows,
-            };
-            let show_progress = !a.quiet && std::io::stderr().is_terminal();
-            import::pipeline(&mut c, show_progress, total, move |counter, out| {
-                import::read_inputs(&inputs, &mut spec, &opts, counter, out)
-            })?;
+            // The same pipeline, progress bar and reject printing as `silt import`.
+            let mut bar = progress::Bar::new(a.quiet);
+            pipeline.run(FileSource::new(inputs), &mut InMemory(&mut c), &mut bar)?;
             source
         }
     };

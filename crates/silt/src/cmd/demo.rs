@@ -2,13 +2,14 @@
 
 use std::path::Path;
 
+use silt_core::{FormatOptions, ReadOptions};
 use silt_gen::GenOptions;
+use silt_ingest::{FormatChoice, Pipeline};
 use silt_lake::WriterConfig;
 use silt_query::OutputFormat;
-use silt_readers::source;
 
 use crate::cli::DemoArgs;
-use crate::cmd::{import, query};
+use crate::{progress, render};
 
 /// Marks a directory as made by `silt demo`, so a rerun may replace it and nothing else is touched.
 const MARKER: &str = ".silt-demo";
@@ -60,19 +61,30 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         logs.display(),
         lake.display()
     );
-    let inputs = source::expand(std::slice::from_ref(&logs))?;
-    let show = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let summary = import::import(&inputs, None, &lake, WriterConfig::default(), 16384, show)?;
-    import::print_summary(&summary, &lake);
+    let inputs = silt_ingest::expand(std::slice::from_ref(&logs))?;
+    let pipeline = Pipeline::new(
+        FormatChoice::Auto {
+            extension_first: false,
+        },
+        FormatOptions::new(ReadOptions::default()),
+    );
+    let mut bar = progress::Bar::new(false);
+    let done = silt_ingest::jobs::import(
+        inputs,
+        pipeline,
+        &lake,
+        WriterConfig::default(),
+        silt_ingest::Reimport::Skip,
+        &mut bar,
+    )?;
+    drop(bar);
+    render::import_summary(&done, &lake, true);
 
     println!("\n== 3. silt tables --lake {}", lake.display());
-    crate::cmd::tables::run(crate::cli::TablesArgs {
-        lake: lake.clone(),
-        json: false,
-    })?;
+    render::tables(&lake, false)?;
 
     println!("\n== 4. example queries");
-    let rt = query::runtime()?;
+    let rt = silt_query::runtime()?;
     rt.block_on(async {
         let session = silt_query::open(&lake).await?;
         for (what, sql) in QUERIES {

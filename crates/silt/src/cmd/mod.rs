@@ -1,6 +1,5 @@
 //! One module per subcommand.
 
-pub mod access;
 pub mod bench;
 pub mod convert;
 pub mod ddl;

@@ -17,13 +17,6 @@ fn output_format(f: cli::OutputFormat) -> OutputFormat {
     }
 }
 
-/// A multi-threaded runtime for DataFusion.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
-}
-
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     let format = output_format(a.format);
     if format == OutputFormat::Parquet && a.output.is_none() && std::io::stdout().is_terminal() {
@@ -36,8 +29,10 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
             a.lake.display()
         );
     }
-    let rt = runtime()?;
-    let session = rt.block_on(silt_query::open(&a.lake))?;
+    let rt = silt_query::runtime()?;
+    let session = rt
+        .block_on(silt_query::open(&a.lake))?
+        .allow_write(a.allow_write);
     for w in session.warnings() {
         eprintln!("warning: {w}");
     }

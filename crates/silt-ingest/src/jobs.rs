@@ -1,0 +1,169 @@
+//! The jobs the commands run, as library calls: [`import`] (inputs into a lake: `silt import`,
+//! `silt demo`) and [`convert`] (inputs into one file: `silt convert`). Each puts a file source, a
+//! [`Pipeline`] and a sink together and returns what the sink and the pipeline report; the CLI
+//! only parses flags, calls one of these and prints.
+//!
+//! Touches the inputs (read), the lake or output file, and the rejects directory.
+
+use std::path::{Path, PathBuf};
+
+use silt_lake::imports::{ImportLog, InputIdentity, Recovered};
+use silt_lake::publish::DirectoryPublisher;
+use silt_lake::single::{SingleFileWriter, SingleSummary};
+use silt_lake::{ImportSummary, LakeWriter, WriterConfig};
+
+use crate::pipeline::{Observer, Pipeline, RunReport};
+use crate::sink::OneTable;
+use crate::source::file::{FileSource, Input};
+
+/// What an import did: the lake writer's summary, the pipeline's report, and what the lake's
+/// import record (`silt_lake::imports`) made of the inputs.
+#[derive(Debug)]
+pub struct ImportOutcome {
+    pub summary: ImportSummary,
+    pub run: RunReport,
+    /// Inputs skipped because the lake already holds their content.
+    pub skipped: Vec<Skipped>,
+    /// Interrupted earlier imports whose files were removed before this one started (their
+    /// inputs were not recorded as imported, so this run imports them again in full).
+    pub recovered: Recovered,
+    /// This run's id in the import record.
+    pub run_id: String,
+}
+
+/// An input already imported (by an earlier run, or given twice to this one).
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub path: PathBuf,
+    /// The earlier run that imported it and when it finished; `None` when this run already
+    /// takes the same content from another argument.
+    pub run: Option<(String, String)>,
+    /// The path the content had then (a copy or a renamed file has the same content).
+    pub was: String,
+}
+
+/// How an import treats inputs the lake already holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reimport {
+    /// Skip them (the default: a re-run never duplicates rows).
+    #[default]
+    Skip,
+    /// Import them again (`--force`).
+    Force,
+}
+
+/// Imports `inputs` into the lake at `lake` (created if missing).
+///
+/// Before reading anything it recovers interrupted imports (see `silt_lake::imports`) and, with
+/// [`Reimport::Skip`], leaves out every input whose content an earlier run imported. Every file
+/// this run publishes is journaled before it becomes visible; when the run ends, the inputs
+/// that gave rows are recorded as imported (an input that gave none, e.g. one given the wrong
+/// format, can be imported again without `--force`).
+pub fn import(
+    inputs: Vec<Input>,
+    pipeline: Pipeline,
+    lake: &Path,
+    cfg: WriterConfig,
+    reimport: Reimport,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<ImportOutcome> {
+    let writer = LakeWriter::new(lake, cfg)?;
+    let log = ImportLog::open(lake)?;
+    let recovered = log.recover()?;
+    let done = log.runs()?;
+    let mut skipped = Vec::new();
+    let mut kept = Vec::new();
+    let mut ids: Vec<Option<InputIdentity>> = Vec::new();
+    for input in inputs {
+        let id = match input.path() {
+            Some(p) => InputIdentity::of_file(p)?,
+            None => None,
+        };
+        if let (Some(id), Reimport::Skip) = (&id, reimport) {
+            let before = done
+                .iter()
+                .rev()
+                .find_map(|r| r.inputs.iter().find(|i| i.same_content(id)).map(|i| (r, i)));
+            let path = input.path().map(Path::to_path_buf).unwrap_or_default();
+            if let Some((r, was)) = before {
+                skipped.push(Skipped {
+                    path,
+                    run: Some((r.run.clone(), r.finished.clone())),
+                    was: was.path.clone(),
+                });
+                continue;
+            }
+            if let Some(twice) = ids.iter().flatten().find(|i| i.same_content(id)) {
+                skipped.push(Skipped {
+                    path,
+                    run: None,
+                    was: twice.path.clone(),
+                });
+                continue;
+            }
+        }
+        kept.push(input);
+        ids.push(id);
+    }
+    let journal = log.begin()?;
+    let mut writer = writer.with_publisher(journal.publisher(Box::new(DirectoryPublisher))?);
+    let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
+    let summary = writer.finish()?;
+    // Inputs that gave rows: checkpoint positions are input indexes (the file source's rule).
+    let imported: Vec<InputIdentity> = run
+        .streams
+        .iter()
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| ids.get(s.checkpoint.position as usize).cloned().flatten())
+        .collect();
+    let run_id = journal.id.clone();
+    journal.finish(imported, &summary.files)?;
+    Ok(ImportOutcome {
+        summary,
+        run,
+        skipped,
+        recovered,
+        run_id,
+    })
+}
+
+/// What a conversion did.
+#[derive(Debug)]
+pub struct ConvertOutcome {
+    pub summary: SingleSummary,
+    pub run: RunReport,
+}
+
+/// Converts `inputs` into the one file `output` (all inputs are one table, named by the first);
+/// rejects go to `<rejects_root>/_rejects/`.
+pub fn convert(
+    inputs: Vec<Input>,
+    pipeline: Pipeline,
+    output: &Path,
+    cfg: WriterConfig,
+    rejects_root: &Path,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<ConvertOutcome> {
+    let mut writer = SingleFileWriter::new(output, cfg, rejects_root)?;
+    let (_source, run) = {
+        let mut one = OneTable::new(&mut writer);
+        pipeline.run(FileSource::new(inputs), &mut one, observer)?
+    };
+    let summary = writer.finish()?;
+    Ok(ConvertOutcome { summary, run })
+}
+
+/// Decodes the one file at `path` (gzip undone) with `format` into `out`, on the caller's
+/// thread, without detection, transforms or a sink's commits: for tests and tools that want a
+/// format's rows as they are.
+pub fn read_file(
+    format: &silt_core::FormatSpec,
+    path: &Path,
+    options: &silt_core::FormatOptions,
+    out: &mut dyn silt_core::Emit,
+) -> anyhow::Result<()> {
+    let input = Input::File(path.to_path_buf());
+    let mut r = input.open(Default::default())?;
+    let mut decoder = (format.open)(options, &input.info())?;
+    decoder.read(&mut r, out)
+}

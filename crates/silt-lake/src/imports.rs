@@ -1,0 +1,379 @@
+//! The lake's record of what imports consumed, so that running an import twice (a mistaken
+//! re-run, a retry after a crash) never adds the same rows twice.
+//!
+//! Everything lives under `<lake>/_silt/imports/` (`_` names are never tables or data, see
+//! [`crate::layout`]):
+//! - `done.ndjson`: one line per finished run: its id, time, and for every input its identity
+//!   (path, size, and xxHash64 digests of the first and last 1 MiB: the whole content when it is
+//!   at most 2 MiB) with the files the run published. Appended and fsynced when a run finishes.
+//! - `<run>.journal`: while a run is going, every file it is about to publish is appended here
+//!   (and fsynced) *before* the file's rename makes it visible, and the run holds an exclusive
+//!   lock on the journal. A journal without a lock holder is a run that died: the next import
+//!   removes every file it lists (they may hold any part of its inputs: files mix inputs) and then
+//!   imports those inputs again in full. A reader that looks between the crash and that next run
+//!   sees the dead run's rows once; after it, once.
+//!
+//! An input whose identity is in `done.ndjson` is skipped (with the run that imported it, so the
+//! user can tell); `--force` imports it again. Standard input and empty files have no identity
+//! and are always imported.
+//!
+//! Touches only `<lake>/_silt/imports/` and, when recovering a dead run, the data files its
+//! journal lists.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use twox_hash::XxHash64;
+
+use crate::publish::{self, PendingFile, PublishedFile, Publisher};
+
+/// Directory of the import record, below the lake root.
+pub const IMPORTS_DIR: &str = "_silt/imports";
+const DONE: &str = "done.ndjson";
+/// Bytes hashed at each end of an input.
+const BLOCK: u64 = 1 << 20;
+
+/// What identifies an input's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputIdentity {
+    /// The path it was read from (for messages; a renamed file with the same content is the
+    /// same input).
+    pub path: String,
+    pub size: u64,
+    /// xxHash64 of the first `min(size, 1 MiB)` bytes.
+    pub head: u64,
+    /// xxHash64 of the last `min(size, 1 MiB)` bytes (equal to `head` for small files).
+    pub tail: u64,
+}
+
+impl InputIdentity {
+    /// The identity of the file at `path`; `None` for an empty file (nothing to tell apart).
+    pub fn of_file(path: &Path) -> anyhow::Result<Option<Self>> {
+        let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let size = f.metadata()?.len();
+        if size == 0 {
+            return Ok(None);
+        }
+        let n = size.min(BLOCK);
+        let mut buf = vec![0u8; n as usize];
+        f.read_exact(&mut buf)?;
+        let head = XxHash64::oneshot(0, &buf);
+        let tail = if size <= BLOCK {
+            head
+        } else {
+            f.seek(SeekFrom::Start(size - n))?;
+            f.read_exact(&mut buf)?;
+            XxHash64::oneshot(0, &buf)
+        };
+        // Files of up to 2 MiB are hashed whole (head and tail together cover them).
+        Ok(Some(Self {
+            path: path.display().to_string(),
+            size,
+            head,
+            tail,
+        }))
+    }
+
+    /// Same content (the path may differ).
+    pub fn same_content(&self, other: &Self) -> bool {
+        self.size == other.size && self.head == other.head && self.tail == other.tail
+    }
+}
+
+/// One finished run, as `done.ndjson` keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: String,
+    /// RFC 3339 time the run finished.
+    pub finished: String,
+    pub inputs: Vec<InputIdentity>,
+    /// Files the run published, relative to the lake root.
+    pub files: Vec<String>,
+}
+
+/// The import record of one lake.
+pub struct ImportLog {
+    dir: PathBuf,
+    root: PathBuf,
+}
+
+/// What [`ImportLog::recover`] cleaned up.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// Dead runs whose files were removed.
+    pub runs: Vec<String>,
+    /// Files removed.
+    pub files: usize,
+}
+
+impl ImportLog {
+    pub fn open(root: &Path) -> anyhow::Result<Self> {
+        let dir = root.join(IMPORTS_DIR);
+        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Self {
+            dir,
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// Every finished run, oldest first. A line that does not parse (a torn last line of a
+    /// crash while appending) is skipped: its run did not finish.
+    pub fn runs(&self) -> anyhow::Result<Vec<RunRecord>> {
+        let p = self.dir.join(DONE);
+        let f = match File::open(&p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
+        };
+        let mut out = Vec::new();
+        for line in BufReader::new(f).lines() {
+            let line = line?;
+            if let Ok(r) = serde_json::from_str::<RunRecord>(&line) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The finished run that imported content identical to `id`, if any.
+    pub fn imported_by(
+        &self,
+        id: &InputIdentity,
+    ) -> anyhow::Result<Option<(RunRecord, InputIdentity)>> {
+        for r in self.runs()?.into_iter().rev() {
+            if let Some(i) = r.inputs.iter().find(|i| i.same_content(id)).cloned() {
+                return Ok(Some((r, i)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes the files of runs that died (a journal nobody holds), then their journals.
+    pub fn recover(&self) -> anyhow::Result<Recovered> {
+        let mut rec = Recovered::default();
+        for e in fs::read_dir(&self.dir)? {
+            let p = e?.path();
+            let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let Some(run) = name.strip_suffix(".journal") else {
+                continue;
+            };
+            let f = OpenOptions::new().read(true).write(true).open(&p)?;
+            match f.try_lock() {
+                Ok(()) => {}
+                // A live import holds it.
+                Err(std::fs::TryLockError::WouldBlock) => continue,
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", p.display()))
+                }
+            }
+            for line in BufReader::new(&f).lines() {
+                let rel = line?;
+                if rel.is_empty() {
+                    continue;
+                }
+                let file = self.root.join(&rel);
+                match fs::remove_file(&file) {
+                    Ok(()) => {
+                        rec.files += 1;
+                        publish::sync_dir(file.parent().unwrap_or(&self.root));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!(
+                                "cannot remove {} of the interrupted import {run}",
+                                file.display()
+                            )
+                        })
+                    }
+                }
+            }
+            fs::remove_file(&p)?;
+            rec.runs.push(run.to_string());
+        }
+        publish::sync_dir(&self.dir);
+        Ok(rec)
+    }
+
+    /// Starts a run: its journal, locked for as long as the returned [`Run`] lives.
+    pub fn begin(&self) -> anyhow::Result<Run> {
+        let id = format!(
+            "{}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S"),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let path = self.dir.join(format!("{id}.journal"));
+        let f = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        f.lock()
+            .with_context(|| format!("cannot lock {}", path.display()))?;
+        publish::sync_dir(&self.dir);
+        Ok(Run {
+            id,
+            journal: path,
+            file: f,
+            root: self.root.clone(),
+            done: self.dir.join(DONE),
+        })
+    }
+}
+
+/// A run in progress; see the module documentation.
+pub struct Run {
+    pub id: String,
+    journal: PathBuf,
+    file: File,
+    root: PathBuf,
+    done: PathBuf,
+}
+
+impl Run {
+    /// A publisher that journals each file before it becomes visible, then publishes it as
+    /// `inner` does.
+    pub fn publisher(&self, inner: Box<dyn Publisher>) -> anyhow::Result<Box<dyn Publisher>> {
+        Ok(Box::new(JournalingPublisher {
+            journal: self.file.try_clone()?,
+            root: self.root.clone(),
+            inner,
+        }))
+    }
+
+    /// The run finished: records its inputs and files in `done.ndjson` (fsynced), then removes
+    /// the journal. Until this returns, a crash leaves the run to be recovered.
+    pub fn finish(
+        self,
+        inputs: Vec<InputIdentity>,
+        files: &[PublishedFile],
+    ) -> anyhow::Result<RunRecord> {
+        let rec = RunRecord {
+            run: self.id.clone(),
+            finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            inputs,
+            files: files
+                .iter()
+                .map(|f| {
+                    f.path
+                        .strip_prefix(&self.root)
+                        .unwrap_or(&f.path)
+                        .display()
+                        .to_string()
+                })
+                .collect(),
+        };
+        let mut line = serde_json::to_vec(&rec)?;
+        line.push(b'\n');
+        let mut done = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.done)
+            .with_context(|| format!("cannot write {}", self.done.display()))?;
+        done.write_all(&line)?;
+        done.sync_all()?;
+        fs::remove_file(&self.journal)?;
+        publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
+        Ok(rec)
+    }
+}
+
+struct JournalingPublisher {
+    journal: File,
+    root: PathBuf,
+    inner: Box<dyn Publisher>,
+}
+
+impl Publisher for JournalingPublisher {
+    fn publish(
+        &mut self,
+        file: PendingFile,
+        writer: BufWriter<File>,
+        rows: u64,
+    ) -> anyhow::Result<PublishedFile> {
+        let rel = file
+            .final_path
+            .strip_prefix(&self.root)
+            .unwrap_or(&file.final_path)
+            .display()
+            .to_string();
+        self.journal.write_all(format!("{rel}\n").as_bytes())?;
+        self.journal
+            .sync_data()
+            .context("cannot fsync the import journal")?;
+        self.inner.publish(file, writer, rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_hashes_ends_and_ignores_the_path() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.log");
+        let b = d.path().join("b.log");
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&a, &big).unwrap();
+        fs::write(&b, &big).unwrap();
+        let ia = InputIdentity::of_file(&a).unwrap().unwrap();
+        let ib = InputIdentity::of_file(&b).unwrap().unwrap();
+        assert!(ia.same_content(&ib));
+        assert_ne!(ia.head, ia.tail);
+        let mut changed = big.clone();
+        *changed.last_mut().unwrap() ^= 1;
+        fs::write(&b, &changed).unwrap();
+        assert!(!ia.same_content(&InputIdentity::of_file(&b).unwrap().unwrap()));
+        fs::write(&b, b"").unwrap();
+        assert!(InputIdentity::of_file(&b).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_dead_runs_files_are_removed_and_a_live_runs_are_not() {
+        let d = tempfile::tempdir().unwrap();
+        let log = ImportLog::open(d.path()).unwrap();
+        let f1 = d.path().join("t.x/a.parquet");
+        fs::create_dir_all(f1.parent().unwrap()).unwrap();
+        fs::write(&f1, b"data").unwrap();
+        // A run that died: its journal lists f1 and nobody holds its lock.
+        let dead = log.begin().unwrap();
+        dead.file
+            .try_clone()
+            .unwrap()
+            .write_all(b"t.x/a.parquet\nt.x/never-renamed.parquet\n")
+            .unwrap();
+        let dead_id = dead.id.clone();
+        drop(dead);
+        // A live run holds its lock: untouched.
+        let live = log.begin().unwrap();
+        let f2 = d.path().join("t.x/b.parquet");
+        fs::write(&f2, b"data").unwrap();
+        live.file
+            .try_clone()
+            .unwrap()
+            .write_all(b"t.x/b.parquet\n")
+            .unwrap();
+        let rec = log.recover().unwrap();
+        assert_eq!(rec.runs, vec![dead_id]);
+        assert_eq!(rec.files, 1);
+        assert!(!f1.exists());
+        assert!(f2.exists());
+        // The live run finishes: recorded, journal gone, nothing more to recover.
+        let id = InputIdentity {
+            path: "x".into(),
+            size: 1,
+            head: 2,
+            tail: 3,
+        };
+        let r = live.finish(vec![id.clone()], &[]).unwrap();
+        assert_eq!(log.imported_by(&id).unwrap().unwrap().0.run, r.run);
+        assert!(log.recover().unwrap().runs.is_empty());
+        assert!(f2.exists());
+    }
+}

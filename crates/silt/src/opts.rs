@@ -1,0 +1,201 @@
+//! Command-line options to library options: the writer configuration (`silt_lake`), the options
+//! every decoder is made from (`silt_core::FormatOptions`, filled with each format family's own
+//! options struct), the format choice and the transforms of a pipeline (`silt_ingest`).
+//! Shared by `import`, `convert`, `bench` and `demo`; no command module imports another.
+//!
+//! Touches nothing but the schema file `--schema` names (read once).
+
+use std::sync::Arc;
+
+use silt_access::{AccessOptions, ParseField, ParseFieldSpec};
+use silt_core::{FormatOptions, FormatSpec, ReadOptions, TableName, Transform};
+use silt_ingest::{registry, FormatChoice, Pipeline};
+use silt_lake::WriterConfig;
+use silt_logs::{LogOptions, TargetSchema};
+use silt_pcap::PcapOptions;
+
+use crate::cli::{AccessArgs, LogArgs, PcapArgs, WriteOpts};
+
+/// The writer configuration from `--store`, `--codec`, ... (validated).
+pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
+    // `--partition-by FIELD[:hour|day|none]` = the time column override + `--partition`.
+    let (time_column, partition) = match &w.partition_by {
+        Some(spec) => {
+            let (field, gran) = spec.split_once(':').unwrap_or((spec.as_str(), "hour"));
+            let p = gran
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--partition-by {spec}: {e}"))?;
+            (Some(field.to_string()), p)
+        }
+        None => (None, w.partition.parse().map_err(anyhow::Error::msg)?),
+    };
+    let cfg = WriterConfig {
+        store: w.store.parse().map_err(anyhow::Error::msg)?,
+        codec: w.codec.parse().map_err(anyhow::Error::msg)?,
+        level: w.level,
+        row_group_bytes: w.row_group_size,
+        page_bytes: w.page_size,
+        dictionary_page_bytes: w.dictionary_page_size,
+        partition,
+        sort: w.sort.clone(),
+        bloom_columns: w.bloom.clone(),
+        bloom_lookup_columns: !w.no_bloom,
+        memory_bytes: w.memory,
+        sort_buffer_bytes: w.sort_buffer,
+        time_column,
+        encodings: silt_lake::EncodingHints {
+            dictionary: w.dictionary.clone(),
+            no_dictionary: w.no_dictionary.clone(),
+            delta: w.delta.clone(),
+            byte_stream_split: w.byte_stream_split.clone(),
+        },
+        ..WriterConfig::default()
+    };
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    Ok(cfg)
+}
+
+/// The generic log readers' options (reads `--schema`). `--table` is `module.type` for them;
+/// `format` is the format chosen (`access` takes a bare name too, so it is left to
+/// [`access_options`] then).
+fn log_options(a: &LogArgs, format: &str) -> anyhow::Result<LogOptions> {
+    let table = match &a.table {
+        Some(t) => match TableName::parse(t) {
+            Some(t) => Some(t),
+            None if format == "access" => None,
+            None => anyhow::bail!(
+                "--table {t:?}: use module.type with [a-z0-9_] in each part, e.g. web.nginx"
+            ),
+        },
+        None => None,
+    };
+    let time_unit = match &a.time_unit {
+        Some(u) => Some(u.parse().map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let schema = match &a.schema {
+        Some(p) => Some(Arc::new(TargetSchema::from_file(p)?)),
+        None => None,
+    };
+    let delimiter = match &a.delimiter {
+        Some(d) if d == "\\t" || d == "tab" => Some(b'\t'),
+        Some(d) if d.len() == 1 => Some(d.as_bytes()[0]),
+        Some(d) => anyhow::bail!("--delimiter {d:?}: give one ASCII character (or \\t)"),
+        None => None,
+    };
+    Ok(LogOptions {
+        table,
+        time_field: a.time_field.clone(),
+        time_unit,
+        schema,
+        delimiter,
+        no_header: a.no_header,
+        syslog_year: None,
+    })
+}
+
+/// The access-log reader's options (`--log-format`, `--table NAME` or `module.name`).
+fn access_options(a: &AccessArgs, table: Option<&str>) -> anyhow::Result<AccessOptions> {
+    AccessOptions::new(&a.log_format, table)
+}
+
+/// The PCAP reader's options (docs/pcap.md).
+fn pcap_options(p: &PcapArgs, batch_rows: usize) -> anyhow::Result<PcapOptions> {
+    let payload = match p.payload.as_deref() {
+        None => None,
+        Some("full") => Some(usize::MAX),
+        Some(n) => Some(n.parse::<usize>().map_err(|_| {
+            anyhow::anyhow!("--payload takes `full` or a number of bytes, not {n:?}")
+        })?),
+    };
+    let secs = |s: f64, what: &str| -> anyhow::Result<i64> {
+        anyhow::ensure!(
+            s > 0.0 && s.is_finite(),
+            "--{what} must be a positive number of seconds"
+        );
+        Ok((s * 1e6).round() as i64)
+    };
+    Ok(PcapOptions {
+        batch_rows,
+        payload,
+        community_id_seed: p.community_id_seed,
+        tables: match (p.flows, p.flows_only) {
+            (_, true) => silt_pcap::Tables::Flows,
+            (true, false) => silt_pcap::Tables::PacketsAndFlows,
+            (false, false) => silt_pcap::Tables::Packets,
+        },
+        flow: silt_flow::FlowConfig {
+            idle_timeout_us: secs(p.idle_timeout, "idle-timeout")?,
+            tcp_idle_timeout_us: secs(p.tcp_idle_timeout, "tcp-idle-timeout")?,
+            active_timeout_us: secs(p.active_timeout, "active-timeout")?,
+            ..Default::default()
+        },
+    })
+}
+
+/// The format options of every family from the command line; `format` is the format chosen
+/// (or `auto`).
+pub fn format_options(
+    format: &str,
+    log: &LogArgs,
+    access: &AccessArgs,
+    pcap: &PcapArgs,
+    batch_rows: usize,
+) -> anyhow::Result<FormatOptions> {
+    Ok(FormatOptions::new(ReadOptions { batch_rows })
+        .with(log_options(log, format)?)
+        .with(access_options(access, log.table.as_deref())?)
+        .with(pcap_options(pcap, batch_rows)?))
+}
+
+/// `auto` (detection per input; with `extension_first`, a file extension that names a format
+/// decides first) or a format of the registry.
+pub fn format_choice(name: &str, extension_first: bool) -> anyhow::Result<FormatChoice> {
+    if name == "auto" {
+        return Ok(FormatChoice::Auto { extension_first });
+    }
+    Ok(FormatChoice::Fixed(registry::require(name)?))
+}
+
+/// `--parse-field` as a transform; an error for a format whose records hold no named text
+/// fields (the flag is never silently ignored).
+fn parse_field(
+    a: &AccessArgs,
+    format: Option<&FormatSpec>,
+) -> anyhow::Result<Option<Box<dyn Transform>>> {
+    let Some(spec) = a.parse_field.as_deref() else {
+        return Ok(None);
+    };
+    if let Some(f) = format.filter(|f| !f.text_fields) {
+        anyhow::bail!(
+            "--parse-field applies to the generic log formats (json, msgpack, csv, docker, ...), not to {}",
+            f.name
+        );
+    }
+    let spec = ParseFieldSpec::parse(spec, a.keep_field)?;
+    Ok(Some(Box::new(ParseField::new(spec))))
+}
+
+/// The pipeline for `format` (a registry name or `auto`) with the options and transforms the
+/// command line asks for; every option is checked before any input is read.
+pub fn pipeline(
+    choice: FormatChoice,
+    log: &LogArgs,
+    access: &AccessArgs,
+    pcap: &PcapArgs,
+    batch_rows: usize,
+) -> anyhow::Result<Pipeline> {
+    let (name, fixed) = match choice {
+        FormatChoice::Fixed(f) => (f.name, Some(f)),
+        FormatChoice::Auto { .. } => ("auto", None),
+    };
+    let options = format_options(name, log, access, pcap, batch_rows)?;
+    if let Some(f) = fixed {
+        f.check(&options)?;
+    }
+    let mut p = Pipeline::new(choice, options);
+    if let Some(t) = parse_field(access, fixed)? {
+        p = p.with_transform(t);
+    }
+    Ok(p)
+}

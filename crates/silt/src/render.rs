@@ -1,0 +1,131 @@
+//! What the commands print: an import's summary (shared by `import` and `demo`) and the tables
+//! of a lake (shared by `tables` and `demo`). Formatting only; the figures come from the
+//! libraries.
+//!
+//! Touches standard output (and standard error for the transforms' warnings) only.
+
+use std::path::Path;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use silt_ingest::jobs::ImportOutcome;
+use silt_lake::catalog;
+use silt_lake::summary::human_bytes;
+
+/// The per-table summary, what the import record skipped or recovered, what transforms and
+/// format detection did, and where rejects went.
+pub fn import_summary(done: &ImportOutcome, lake: &Path, detected: bool) {
+    let (s, run) = (&done.summary, &done.run);
+    let rec = &done.recovered;
+    if !rec.runs.is_empty() {
+        println!(
+            "recovered {} interrupted import(s) ({}): removed the {} file(s) they had published; \
+their inputs are imported again in full",
+            rec.runs.len(),
+            rec.runs.join(", "),
+            rec.files
+        );
+    }
+    if !done.skipped.is_empty() {
+        println!(
+            "skipped {} input(s) whose content is already in the lake (--force imports them again):",
+            done.skipped.len()
+        );
+        const SHOW: usize = 10;
+        for k in done.skipped.iter().take(SHOW) {
+            let path = k.path.display().to_string();
+            match &k.run {
+                Some((id, at)) if k.was == path => {
+                    println!("  {path} (imported by run {id}, {at})")
+                }
+                Some((id, at)) => println!(
+                    "  {path} (same content as {} imported by run {id}, {at})",
+                    k.was
+                ),
+                None => println!("  {path} (same content as {} in this import)", k.was),
+            }
+        }
+        if done.skipped.len() > SHOW {
+            println!("  ... and {} more", done.skipped.len() - SHOW);
+        }
+    }
+    if run.streams.is_empty() && !done.skipped.is_empty() {
+        println!("nothing new to import");
+        return;
+    }
+    println!("{s}");
+    if detected && !run.formats.is_empty() {
+        let f: Vec<String> = run
+            .formats
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        println!("inputs by detected format: {}", f.join(", "));
+    }
+    // What transforms say (values --parse-field could not parse) goes to stderr, as warnings.
+    for line in &run.transform_reports {
+        eprintln!("{line}");
+    }
+    for p in &s.rejects_files {
+        println!("rejected lines kept in {}", p.display());
+    }
+    if s.total_events() > 0 {
+        println!("lake: {}", lake.display());
+    }
+}
+
+fn fmt_ts(t: Option<i64>) -> String {
+    t.and_then(chrono::DateTime::from_timestamp_micros)
+        .map(|d| d.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Each table's rows, files, bytes and time range, as a table or as JSON.
+pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
+    let names = catalog::tables(lake)?;
+    let infos = names
+        .iter()
+        .map(|n| catalog::table_info(lake, n))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if json {
+        let v: Vec<serde_json::Value> = infos
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "table": i.name.to_string(), "rows": i.rows, "files": i.files, "bytes": i.bytes,
+                    "time_column": i.time_column, "first_ts": fmt_ts(i.first_ts), "last_ts": fmt_ts(i.last_ts),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    if infos.is_empty() {
+        println!(
+            "no tables in {} (import some logs with `silt import`)",
+            lake.display()
+        );
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "table",
+        "rows",
+        "files",
+        "bytes",
+        "first ts (UTC)",
+        "last ts (UTC)",
+    ]);
+    for i in &infos {
+        t.add_row(vec![
+            i.name.to_string(),
+            i.rows.to_string(),
+            i.files.to_string(),
+            human_bytes(i.bytes),
+            fmt_ts(i.first_ts),
+            fmt_ts(i.last_ts),
+        ]);
+    }
+    println!("{t}");
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Importing twice never duplicates rows (issue 21): a re-run skips inputs already imported
+//! (`--force` imports them again), an input that gave no rows can be imported again with the
+//! right format, and an import killed with SIGKILL at any moment is cleaned up by the next one,
+//! which then leaves the lake equal to a clean import (same rows, each once).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn silt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args(args)
+        .output()
+        .expect("run silt")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = silt(args);
+    assert!(
+        o.status.success(),
+        "silt {args:?} failed ({}): {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+/// Rows per table (`silt tables --json`).
+fn rows(lake: &Path) -> Vec<(String, u64)> {
+    let v: Value = serde_json::from_str(&ok(&["tables", "--lake", p(lake), "--json"])).unwrap();
+    let mut out: Vec<(String, u64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["table"].as_str().unwrap().to_string(),
+                t["rows"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A content fingerprint of zeek.conn: rows, distinct uids, byte sums (every row once).
+fn conn_fingerprint(lake: &Path) -> String {
+    ok(&[
+        "query",
+        "--lake",
+        p(lake),
+        "--format",
+        "csv",
+        "SELECT count(*), count(DISTINCT uid), sum(orig_bytes), sum(resp_bytes), min(ts), max(ts) FROM zeek.conn",
+    ])
+}
+
+fn generate(dir: &Path, events: &str) {
+    ok(&["generate", "zeek", "--events", events, "-o", p(dir)]);
+}
+
+#[test]
+fn a_second_import_skips_what_the_lake_holds_and_force_imports_again() {
+    let t = tempfile::tempdir().unwrap();
+    let logs = t.path().join("logs");
+    generate(&logs, "3000");
+    let lake = t.path().join("lake");
+    ok(&["import", "zeek", p(&logs), "--lake", p(&lake), "-q"]);
+    let first = rows(&lake);
+    assert!(first.iter().any(|(t, n)| t == "zeek.conn" && *n > 0));
+
+    let again = ok(&["import", "zeek", p(&logs), "--lake", p(&lake), "-q"]);
+    assert!(again.contains("skipped"), "{again}");
+    assert!(again.contains("--force"), "{again}");
+    assert!(again.contains("nothing new to import"), "{again}");
+    assert_eq!(rows(&lake), first, "a re-run must not add rows");
+
+    // A copy under another name is the same content.
+    let copy = t.path().join("copy-of-conn.log");
+    std::fs::copy(logs.join("conn.log"), &copy).unwrap();
+    let out = ok(&["import", "zeek", p(&copy), "--lake", p(&lake), "-q"]);
+    assert!(out.contains("conn.log"), "{out}");
+    assert_eq!(rows(&lake), first);
+
+    // --force imports again: every table doubles.
+    ok(&[
+        "import",
+        "zeek",
+        p(&logs),
+        "--lake",
+        p(&lake),
+        "-q",
+        "--force",
+    ]);
+    let doubled: Vec<(String, u64)> = first.iter().map(|(t, n)| (t.clone(), 2 * n)).collect();
+    assert_eq!(rows(&lake), doubled);
+}
+
+#[test]
+fn an_input_that_gave_no_rows_is_not_recorded_as_imported() {
+    let t = tempfile::tempdir().unwrap();
+    let logs = t.path().join("eve");
+    ok(&["generate", "suricata", "--events", "200", "-o", p(&logs)]);
+    let lake = t.path().join("lake");
+    // EVE given as pcap: not a capture, one whole-input reject, no rows (exit 4).
+    let o = silt(&["import", "pcap", p(&logs), "--lake", p(&lake), "-q"]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The right format is not skipped.
+    let out = ok(&["import", "suricata", p(&logs), "--lake", p(&lake), "-q"]);
+    assert!(!out.contains("skipped"), "{out}");
+    assert!(rows(&lake)
+        .iter()
+        .any(|(t, n)| t.starts_with("suricata.") && *n > 0));
+}
+
+#[test]
+fn an_import_killed_at_any_moment_is_resumed_without_duplicates() {
+    let t = tempfile::tempdir().unwrap();
+    let logs = t.path().join("logs");
+    generate(&logs, "150000");
+    // Small memory bound: files are published while the import runs, so a kill finds some.
+    let args = |lake: &Path| -> Vec<String> {
+        [
+            "import",
+            "zeek",
+            p(&logs),
+            "--lake",
+            p(lake),
+            "-q",
+            "--memory",
+            "4MiB",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let clean = t.path().join("clean");
+    let a = args(&clean);
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let want_rows = rows(&clean);
+    let want = conn_fingerprint(&clean);
+
+    let mut killed_with_files = 0;
+    for (i, ms) in [150u64, 400, 900, 1500, 2500].into_iter().enumerate() {
+        let lake = t.path().join(format!("killed-{i}"));
+        let a = args(&lake);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
+            .args(&a)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        // SIGKILL: no chance to clean up.
+        let _ = child.kill();
+        let _ = child.wait();
+        let published = walk_count(&lake.join("zeek.conn"));
+        if published > 0 {
+            killed_with_files += 1;
+        }
+        // The re-run cleans up after the killed one and imports to the end.
+        let out = ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        if published > 0 {
+            assert!(
+                out.contains("recovered") || out.contains("skipped"),
+                "after a kill with {published} files published: {out}"
+            );
+        }
+        assert_eq!(rows(&lake), want_rows, "kill after {ms} ms");
+        assert_eq!(conn_fingerprint(&lake), want, "kill after {ms} ms");
+        // And a further run changes nothing.
+        ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(rows(&lake), want_rows, "re-run after kill at {ms} ms");
+    }
+    assert!(
+        killed_with_files > 0,
+        "no kill happened after files were published: the test checked no recovery"
+    );
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                walk_count(&p)
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                1
+            } else {
+                0
+            }
+        })
+        .sum()
+}
