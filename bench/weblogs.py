@@ -60,12 +60,31 @@ def run_measured(cmd):
 
 def run_median(cmd, runs):
     """Runs cmd `runs` times; returns the median wall seconds and the median peak RSS."""
-    walls, rsss = [], []
-    for _ in range(runs):
-        wall, rss, _ = run_measured(cmd)
-        walls.append(wall)
-        rsss.append(rss)
-    return statistics.median(walls), statistics.median(rsss)
+    return run_interleaved([cmd], runs)[0]
+
+
+def run_interleaved(cmds, runs):
+    """Runs every command of cmds `runs` times, interleaved (run 1 of each, then run 2, ..., the
+    order rotated each round, so a slow spell of a shared machine hits them alike); returns
+    [(median wall seconds, median peak RSS)] in the order of cmds."""
+    walls, rsss = [[] for _ in cmds], [[] for _ in cmds]
+    for i in range(runs):
+        for k in [(j + i) % len(cmds) for j in range(len(cmds))]:
+            wall, rss, _ = run_measured(cmds[k])
+            walls[k].append(wall)
+            rsss[k].append(rss)
+    return [(statistics.median(w), statistics.median(r)) for w, r in zip(walls, rsss)]
+
+
+def silt_runs(a, work, name, args, **row):
+    """Runs `silt ARGS -o work/silt-NAME.parquet` (and, with --silt-old, the old binary writing
+    work/silt-old-NAME.parquet, interleaved); returns the result rows."""
+    bins = [("silt", a.silt)] + ([("silt-old", a.silt_old)] if a.silt_old else [])
+    outs = [work / f"{tool}-{name}.parquet" for tool, _ in bins]
+    cmds = [[b] + args[:2] + ["-o", str(o)] + args[2:] + a.silt_args.split() for (_, b), o in zip(bins, outs)]
+    meds = run_interleaved(cmds, a.runs)
+    return [dict(row, tool=tool, wall=wall, rss=rss, bytes=o.stat().st_size, path=o)
+            for (tool, _), o, (wall, rss) in zip(bins, outs, meds)]
 
 
 def scan_estimate(path, columns, preds):
@@ -102,6 +121,8 @@ def main():
     ap.add_argument("--seed", default="1")
     ap.add_argument("--runs", type=int, default=3, help="runs per configuration; medians are reported (default 3)")
     ap.add_argument("--silt-args", default="", help="extra arguments for every `silt convert`")
+    ap.add_argument("--silt-old", help="a second silt binary (e.g. the previous commit's), run interleaved with "
+                    "--silt on every silt configuration; the report adds silt/silt-old ratios")
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "silt-weblogs"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
     a = ap.parse_args()
@@ -136,24 +157,17 @@ def main():
                          bytes=out.stat().st_size, path=out))
         for inp, src, fmt in (("msgpack", mp, "msgpack"), ("ndjson", nd, "json")):
             for log in ("string", "parsed"):
-                out = work / f"silt-{inp}-{log}-{codec}.parquet"
-                cmd = [a.silt, "convert", str(src), "-o", str(out), "--format", fmt, "--time-field", "log_time",
-                       "--time-unit", "ms", "--codec", codec] + (["--parse-field", "log=access"] if log == "parsed" else [])
-                cmd += a.silt_args.split()
-                wall, rss = run_median(cmd, a.runs)
-                runs.append(dict(tool="silt", input=inp, log=log, codec=codec, wall=wall, rss=rss,
-                                 bytes=out.stat().st_size, path=out))
+                args = ["convert", str(src), "--format", fmt, "--time-field", "log_time",
+                        "--time-unit", "ms", "--codec", codec] + (["--parse-field", "log=access"] if log == "parsed" else [])
+                runs += silt_runs(a, work, f"{inp}-{log}-{codec}", args, input=inp, log=log, codec=codec)
         if codec == "zstd":
             # Small row groups, to show min/max pruning of the 12:00-12:10 question on silt's
             # time-sorted files (at the default 32 MiB a whole hour is one row group).
-            out = work / "silt-msgpack-parsed-zstd-rg1mib.parquet"
-            wall, rss = run_median([a.silt, "convert", str(mp), "-o", str(out), "--format", "msgpack",
-                                         "--time-field", "log_time", "--time-unit", "ms", "--codec", codec,
-                                         "--parse-field", "log=access", "--row-group-size", "1MiB"] + a.silt_args.split(),
-                                   a.runs)
-            runs.append(dict(tool="silt", input="msgpack", log="parsed", codec=codec, wall=wall, rss=rss,
-                             bytes=out.stat().st_size, path=out, note="1 MiB row groups"))
-        for r in runs[-(6 if codec == "zstd" else 5):]:
+            args = ["convert", str(mp), "--format", "msgpack", "--time-field", "log_time", "--time-unit", "ms",
+                    "--codec", codec, "--parse-field", "log=access", "--row-group-size", "1MiB"]
+            runs += silt_runs(a, work, "msgpack-parsed-zstd-rg1mib", args, input="msgpack", log="parsed",
+                              codec=codec, note="1 MiB row groups")
+        for r in [r for r in runs if r["codec"] == codec]:
             print(f"{r['tool']:6} {r['input']:7} log={r['log']:6} {codec:6}: {r['wall']:6.2f} s "
                   f"{r['rss'] / 2**20:7.1f} MiB {r['bytes'] / 1e6:7.2f} MB")
 
@@ -221,6 +235,16 @@ def main():
         note = f" ({r['note']})" if r.get("note") else ""
         lines.append(f"| {r['tool']} | {r['input']} | {r['log']}{note} | {r['codec']} | {r['wall']:.2f} | "
                      f"{r['rss'] / 2**20:.0f} | {r['bytes'] / 1e6:.2f} {ratios}")
+    if a.silt_old:
+        old = {(r["input"], r["log"], r["codec"], r.get("note")): r for r in runs if r["tool"] == "silt-old"}
+        lines += ["", f"## silt / silt-old ({a.silt_old}), interleaved runs", "",
+                  "| input | log | codec | wall | peak RSS | bytes |", "|---|---|---|---:|---:|---:|"]
+        for r in runs:
+            o = old.get((r["input"], r["log"], r["codec"], r.get("note")))
+            if r["tool"] == "silt" and o:
+                note = f" ({r['note']})" if r.get("note") else ""
+                lines.append(f"| {r['input']} | {r['log']}{note} | {r['codec']} | {r['wall'] / o['wall']:.2f} | "
+                             f"{r['rss'] / o['rss']:.2f} | {r['bytes'] / o['bytes']:.3f} |")
     lines += [
         "",
         f"Goals (silt/DuckDB, same codec): wall <= {GOALS['wall']}x, RSS <= {GOALS['rss']}x, bytes <= {GOALS['bytes']}x, "

@@ -4,8 +4,10 @@
 Run through bench/zeek-convert.sh, which builds silt in release mode and provides the Python
 venv (scripts/pyenv.sh). This script:
   1. generates N Zeek conn and dns records (`silt generate zeek --log conn ...`),
-  2. converts each file with every tool, RUNS times, each run a separate process whose wall time
-     and peak RSS are measured (os.wait4 rusage of that very child, so /usr/bin/time is not
+  2. converts each file with every tool, RUNS times, interleaved (run 1 of every tool, then run 2,
+     ..., so a slow spell of a shared machine hits all alike; --silt-old adds a second silt
+     binary, e.g. the previous commit's, to check a change for regressions), each run a separate
+     process whose wall time and peak RSS are measured (os.wait4 rusage of that very child, so /usr/bin/time is not
      needed and the numbers are per-process, not cumulative),
   3. checks every tool wrote the same number of rows, and prints/writes a table of medians with
      the silt/DuckDB and silt/pyarrow ratios next to the targets.
@@ -199,6 +201,8 @@ def main():
     ap.add_argument("--silt-args", default="", help="extra arguments for `silt import`")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"), help="where the .md/.csv results go")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--silt-old", help="a second silt binary (e.g. the previous commit's) run as tool "
+                    "'silt-old', interleaved with the others; the report adds silt/silt-old ratios")
     a = ap.parse_args()
 
     if a.worker:
@@ -207,6 +211,8 @@ def main():
         return
 
     tools = [t for t in a.tools.split(",") if t]
+    if a.silt_old and "silt-old" not in tools:
+        tools.append("silt-old")
     datasets = [d for d in a.datasets.split(",") if d]
     if "silt" in tools and not a.silt:
         sys.exit("--silt is required to run the silt tool")
@@ -225,13 +231,19 @@ def main():
             print(f"   {src} ({tree_bytes(src) / 1e6:.1f} MB) in {time.perf_counter() - t0:.1f} s", flush=True)
         expected = count_records(src)
         in_mb = tree_bytes(src) / 1e6
-        for tool in tools:
-            walls, rsss, size, rows = [], [], None, None
-            for i in range(a.runs):
+        # Runs are interleaved (run 1 of every tool, then run 2, ... with the order rotated each
+        # round) so that a slow spell of this shared machine hits every tool alike.
+        acc = {t: {"walls": [], "rsss": [], "size": None, "rows": None} for t in tools}
+        with open(src, "rb") as f:  # warm the page cache once, for every tool alike
+            while f.read(1 << 24):
+                pass
+        for i in range(a.runs):
+            for tool in tools[i % len(tools):] + tools[:i % len(tools)]:
                 out = work / f"out-{tool}-{ds}"
                 shutil.rmtree(out, ignore_errors=True)
-                if tool == "silt":
-                    cmd = [a.silt, "import", "zeek", str(src), "--lake", str(out / "lake"),
+                if tool in ("silt", "silt-old"):
+                    binary = a.silt if tool == "silt" else a.silt_old
+                    cmd = [binary, "import", "zeek", str(src), "--lake", str(out / "lake"),
                            "--codec", "zstd", "--level", "1", "--quiet"] + a.silt_args.split()
                     target = out / "lake"
                     out.mkdir(parents=True)
@@ -239,27 +251,25 @@ def main():
                     out.mkdir(parents=True)
                     target = out / f"{ds}.parquet"
                     cmd = [sys.executable, __file__, "--worker", tool, str(src), str(target)]
-                # Drop the page cache effect of the first run by reading the input once up front.
-                if i == 0:
-                    with open(src, "rb") as f:
-                        while f.read(1 << 24):
-                            pass
                 wall, rss = run_measured(cmd)
-                walls.append(wall)
-                rsss.append(rss)
-                size = tree_bytes(target)
-                rows = parquet_rows(target)
+                r = acc[tool]
+                r["walls"].append(wall)
+                r["rsss"].append(rss)
+                r["size"] = tree_bytes(target)
+                r["rows"] = parquet_rows(target)
                 print(f"   {tool:8} {ds:5} run {i + 1}: {wall:7.2f} s  {rss / 2**20:8.1f} MiB  "
-                      f"{size / 1e6:8.1f} MB  {rows} rows", flush=True)
-            if rows != expected:
-                print(f"!! {tool} wrote {rows} rows for {ds}, input has {expected}", file=sys.stderr)
+                      f"{r['size'] / 1e6:8.1f} MB  {r['rows']} rows", flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+        for tool in tools:
+            r = acc[tool]
+            if r["rows"] != expected:
+                print(f"!! {tool} wrote {r['rows']} rows for {ds}, input has {expected}", file=sys.stderr)
             results.append({
-                "tool": tool, "dataset": ds, "input_mb": round(in_mb, 1), "rows": rows,
+                "tool": tool, "dataset": ds, "input_mb": round(in_mb, 1), "rows": r["rows"],
                 "expected_rows": expected,
-                "wall_s": statistics.median(walls), "rss_mb": statistics.median(rsss) / 2**20,
-                "output_mb": size / 1e6, "runs": a.runs,
+                "wall_s": statistics.median(r["walls"]), "rss_mb": statistics.median(r["rsss"]) / 2**20,
+                "output_mb": r["size"] / 1e6, "runs": a.runs,
             })
-            shutil.rmtree(work / f"out-{tool}-{ds}", ignore_errors=True)
 
     # ------------------------------------------------------------------------------------------
     # Report
@@ -274,7 +284,7 @@ def main():
     ratio_lines = []
     for ds in datasets:
         s = by.get(("silt", ds))
-        for base in ("duckdb", "pyarrow"):
+        for base in ("duckdb", "pyarrow", "silt-old"):
             b = by.get((base, ds))
             if not s or not b:
                 continue
@@ -287,7 +297,7 @@ def main():
                     f"{fmt_ratio(o, TARGETS['bytes'])} |"
                 )
             else:
-                ratio_lines.append(f"| silt/pyarrow | {ds} | {w:.2f} | {m:.2f} | {o:.2f} |")
+                ratio_lines.append(f"| silt/{base} | {ds} | {w:.2f} | {m:.2f} | {o:.2f} |")
     versions = {"python": platform.python_version()}
     try:
         import duckdb
