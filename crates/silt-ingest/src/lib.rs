@@ -17,11 +17,14 @@
 //!   commits on a clock when asked, and reports progress through an [`Observer`] (the CLI draws
 //!   the progress bar; this crate has no terminal code and no command-line parsing);
 //! - [`sink`]: adapters around [`silt_core::Sink`] (one table per output file for `convert`);
+//! - [`fuzz`]: the fuzz harness, one target per format, shared by the afl targets in `fuzz/`
+//!   and the replay test of their saved inputs;
 //! - [`jobs`]: the pipeline put together with a file source and a lake or single-file sink, as
 //!   `import`, `convert` and `demo` run it.
 //!
 //! Touches what its sources read and what its sink writes; nothing else.
 
+pub mod fuzz;
 pub mod jobs;
 pub mod pipeline;
 pub mod registry;

@@ -70,14 +70,34 @@ impl FromStr for Codec {
 }
 
 /// How files are grouped into directories by event time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Partitioning {
     /// `dt=YYYY-MM-DD/hour=HH/`
     Hour,
     /// `dt=YYYY-MM-DD/`
     Day,
+    /// `month=YYYY-MM/`
+    Month,
     /// files directly in the table directory
     None,
+}
+
+impl Partitioning {
+    /// The name `--partition` and the lake's table record use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Partitioning::Hour => "hour",
+            Partitioning::Day => "day",
+            Partitioning::Month => "month",
+            Partitioning::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Partitioning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl FromStr for Partitioning {
@@ -86,9 +106,41 @@ impl FromStr for Partitioning {
         match s.to_ascii_lowercase().as_str() {
             "hour" => Ok(Partitioning::Hour),
             "day" => Ok(Partitioning::Day),
+            "month" => Ok(Partitioning::Month),
             "none" => Ok(Partitioning::None),
-            _ => Err(format!("unknown partitioning {s:?}: use hour, day or none")),
+            _ => Err(format!(
+                "unknown partitioning {s:?}: use auto, hour, day, month or none"
+            )),
         }
+    }
+}
+
+/// How a table's partitioning is chosen when the table is first written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PartitionChoice {
+    /// From the data's density (see [`crate::granularity`]): the finest of hour, day and month
+    /// whose partitions are expected to reach a quarter of the row-group target, else none. The
+    /// choice is recorded in the lake; later imports follow the record.
+    #[default]
+    Auto,
+    /// This granularity; a table already partitioned otherwise is an error.
+    Fixed(Partitioning),
+}
+
+impl FromStr for PartitionChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            Ok(PartitionChoice::Auto)
+        } else {
+            s.parse().map(PartitionChoice::Fixed)
+        }
+    }
+}
+
+impl From<Partitioning> for PartitionChoice {
+    fn from(p: Partitioning) -> Self {
+        PartitionChoice::Fixed(p)
     }
 }
 
@@ -109,7 +161,8 @@ pub struct WriterConfig {
     /// encoding for the rest of the chunk (default 4 MiB; other columns: `page_bytes`; see
     /// docs/lake.md).
     pub dictionary_page_bytes: usize,
-    pub partition: Partitioning,
+    /// Directory partitioning by event time: chosen from the data (default) or given.
+    pub partition: PartitionChoice,
     /// Sort keys (column paths such as `ts` or `id.orig_h`); empty = the table's time column.
     pub sort: Vec<String>,
     /// Columns that get a bloom filter, in addition to the table's lookup columns
@@ -168,7 +221,7 @@ impl Default for WriterConfig {
             row_group_bytes: 32 << 20,
             page_bytes: 1 << 20,
             dictionary_page_bytes: 4 << 20,
-            partition: Partitioning::Hour,
+            partition: PartitionChoice::Auto,
             sort: Vec::new(),
             bloom_columns: Vec::new(),
             bloom_lookup_columns: true,

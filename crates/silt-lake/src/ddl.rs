@@ -3,7 +3,7 @@
 //!
 //! [`table_layout`] reads what the statement needs from the lake: the table's Arrow schema
 //! (from every file's footer, unified with [`silt_core::schema::unify_schemas`] when files
-//! differ), its partitioning (from the directory layout) and its first and last `dt=` value.
+//! differ), its partitioning (the lake's record) and its first and last `dt=` (or `month=`) value.
 //! [`create_statement`] renders the statement for a dialect; it is a pure function of the layout
 //! and the options, so the golden tests pin it down exactly. Rules (see docs/ddl.md):
 //!
@@ -11,7 +11,9 @@
 //!   `--name [schema.]table` says otherwise; every identifier is quoted (backticks for
 //!   Athena/Spark, double quotes for Trino/DuckDB);
 //! - partition columns: `dt` string and `hour` int (Hive parses `hour=07` as 7; Athena's integer
-//!   projection with 2 digits maps 7 back to `hour=07`); `__HIVE_DEFAULT_PARTITION__` is null;
+//!   projection with 2 digits maps 7 back to `hour=07`), `dt` alone, or `month` string
+//!   (`YYYY-MM`, projected by month), as the lake's record of the table says
+//!   ([`crate::granularity`]); `__HIVE_DEFAULT_PARTITION__` is null;
 //! - unsigned integers map to the next wider signed type, UInt64 to decimal(20,0) (what Spark
 //!   itself infers for Parquet's unsigned types);
 //! - Feather (Arrow IPC) tables: none of the four engines reads Arrow IPC files as a table, so
@@ -31,7 +33,7 @@ use silt_core::TableName;
 
 use crate::catalog;
 use crate::config::{Partitioning, StoreKind};
-use crate::layout::{self, NULL_PARTITION};
+use crate::layout::NULL_PARTITION;
 
 /// The SQL dialect of the statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +72,8 @@ pub struct TableLayout {
     pub partitioning: Partitioning,
     /// The files' format (Feather when any file is Arrow IPC).
     pub store: StoreKind,
-    /// First and last `dt=` directory value (the null partition left out).
+    /// First and last value of the top partition directories, `dt=` or `month=` (the null
+    /// partition left out).
     pub dt_range: Option<(String, String)>,
     /// Absolute path of the lake directory.
     pub lake: PathBuf,
@@ -131,12 +134,17 @@ pub fn table_layout(lake: &Path, table: &TableName) -> anyhow::Result<TableLayou
             Some(prev) => silt_core::schema::unify_schemas(&prev, &s),
         });
     }
-    let partitioning = layout::existing_partitioning(&dir).unwrap_or(Partitioning::None);
+    // The lake's record of the table's partitioning (directories for lakes without one).
+    let partitioning = match crate::granularity::current(&lake, table)? {
+        Some(r) => r.partitioning()?,
+        None => Partitioning::None,
+    };
     let mut dts: Vec<String> = Vec::new();
     if partitioning != Partitioning::None {
+        let key = format!("{}=", top_partition_key(partitioning));
         for e in std::fs::read_dir(&dir)? {
             let name = e?.file_name().to_string_lossy().into_owned();
-            if let Some(v) = name.strip_prefix("dt=") {
+            if let Some(v) = name.strip_prefix(&key) {
                 if v != NULL_PARTITION {
                     dts.push(v.to_string());
                 }
@@ -171,6 +179,7 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
     let parts: &[(&str, PartType)] = match t.partitioning {
         Partitioning::Hour => &[("dt", PartType::Str), ("hour", PartType::Int)],
         Partitioning::Day => &[("dt", PartType::Str)],
+        Partitioning::Month => &[("month", PartType::Str)],
         Partitioning::None => &[],
     };
     for (p, _) in parts {
@@ -229,22 +238,25 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
                 s.push_str(";\n");
                 return Ok(s);
             }
+            let key = top_partition_key(t.partitioning);
+            let (format, unit, today) = if t.partitioning == Partitioning::Month {
+                ("yyyy-MM", "MONTHS", "%Y-%m")
+            } else {
+                ("yyyy-MM-dd", "DAYS", "%Y-%m-%d")
+            };
             let (first, last) = t.dt_range.clone().unwrap_or_else(|| {
                 // No dated partition yet: a range that starts today and follows the clock.
-                (
-                    chrono::Utc::now().format("%Y-%m-%d").to_string(),
-                    "NOW".into(),
-                )
+                (chrono::Utc::now().format(today).to_string(), "NOW".into())
             });
             let mut props: Vec<(String, String)> = vec![
                 ("projection.enabled".into(), "true".into()),
-                ("projection.dt.type".into(), "date".into()),
-                ("projection.dt.format".into(), "yyyy-MM-dd".into()),
-                ("projection.dt.range".into(), format!("{first},{last}")),
-                ("projection.dt.interval".into(), "1".into()),
-                ("projection.dt.interval.unit".into(), "DAYS".into()),
+                (format!("projection.{key}.type"), "date".into()),
+                (format!("projection.{key}.format"), format.into()),
+                (format!("projection.{key}.range"), format!("{first},{last}")),
+                (format!("projection.{key}.interval"), "1".into()),
+                (format!("projection.{key}.interval.unit"), unit.into()),
             ];
-            let mut template = format!("{location}/dt=${{dt}}/");
+            let mut template = format!("{location}/{key}=${{{key}}}/");
             if t.partitioning == Partitioning::Hour {
                 props.extend([
                     ("projection.hour.type".into(), "integer".into()),
@@ -328,6 +340,15 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
         }
     }
     Ok(s)
+}
+
+/// The first partition directory's key: `dt` (hour and day partitioning) or `month`.
+fn top_partition_key(p: Partitioning) -> &'static str {
+    if p == Partitioning::Month {
+        "month"
+    } else {
+        "dt"
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -11,9 +11,11 @@
 //!   starting with `.` (the writer's in-progress files) or `_` (Hive/Spark markers such as
 //!   `_SUCCESS`, `_temporary/`, a `_delta_log/`) are never data, for files and directories alike.
 //! - **Partitions** are `dt=YYYY-MM-DD/hour=HH/` directories (Hive style, understood by DuckDB,
-//!   Spark, Trino, Athena), `dt=` alone for day partitioning, or none; rows whose time is null go
-//!   under `__HIVE_DEFAULT_PARTITION__`, Hive's name for a null partition value
-//!   ([`partition_of`] reads a path back).
+//!   Spark, Trino, Athena), `dt=` alone for day partitioning, `month=YYYY-MM/` for month
+//!   partitioning, or none; rows whose time is null go under `__HIVE_DEFAULT_PARTITION__`,
+//!   Hive's name for a null partition value ([`partition_of`] reads a path back). Which one a
+//!   table uses is recorded in the lake when the table is first written
+//!   ([`crate::granularity`]).
 //! - New files get unique names ([`unique_file_name`]) and are written under a hidden temporary
 //!   name first ([`temp_path`]).
 //!
@@ -33,11 +35,12 @@ pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 /// that skips hidden files skips them).
 pub const IN_PROGRESS_SUFFIX: &str = ".inprogress";
 
-/// A partition: the hour or day bucket of the event time, or null.
+/// A partition: the hour, day or month bucket of the event time, or null.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PartKey {
     Null,
-    /// Hours (hour partitioning) or days (day partitioning) since the epoch; 0 for no partitioning.
+    /// Hours (hour partitioning), days (day partitioning) or months (month partitioning: year ×
+    /// 12 + month − 1) since the epoch; 0 for no partitioning.
     Bucket(i64),
 }
 
@@ -52,6 +55,10 @@ impl PartKey {
             (None, _) => PartKey::Null,
             (Some(t), Partitioning::Hour) => PartKey::Bucket(t.div_euclid(HOUR_MICROS)),
             (Some(t), Partitioning::Day) => PartKey::Bucket(t.div_euclid(DAY_MICROS)),
+            (Some(t), Partitioning::Month) => {
+                let (y, m, _) = silt_core::time::civil_from_days(t.div_euclid(DAY_MICROS));
+                PartKey::Bucket(y * 12 + m as i64 - 1)
+            }
         }
     }
 
@@ -63,6 +70,9 @@ impl PartKey {
                 PathBuf::from(format!("dt={NULL_PARTITION}/hour={NULL_PARTITION}"))
             }
             (PartKey::Null, Partitioning::Day) => PathBuf::from(format!("dt={NULL_PARTITION}")),
+            (PartKey::Null, Partitioning::Month) => {
+                PathBuf::from(format!("month={NULL_PARTITION}"))
+            }
             (PartKey::Bucket(b), Partitioning::Hour) => {
                 let (date, hour) = silt_core::time::date_hour(b * HOUR_MICROS);
                 PathBuf::from(format!("dt={date}/hour={hour:02}"))
@@ -71,6 +81,11 @@ impl PartKey {
                 let (date, _) = silt_core::time::date_hour(b * DAY_MICROS);
                 PathBuf::from(format!("dt={date}"))
             }
+            (PartKey::Bucket(b), Partitioning::Month) => PathBuf::from(format!(
+                "month={:04}-{:02}",
+                b.div_euclid(12),
+                b.rem_euclid(12) + 1
+            )),
         }
     }
 }
@@ -174,6 +189,8 @@ pub struct PartitionValues {
     pub dt: Option<i32>,
     /// `hour=` (0..=23).
     pub hour: Option<i32>,
+    /// `month=YYYY-MM` as (year, month).
+    pub month: Option<(i32, u32)>,
     /// The file is under `__HIVE_DEFAULT_PARTITION__`: its rows' times are null.
     pub null: bool,
 }
@@ -193,6 +210,12 @@ pub fn partition_of(table_dir: &Path, path: &Path) -> PartitionValues {
             } else {
                 v.dt = parse_date(x);
             }
+        } else if let Some(x) = s.strip_prefix("month=") {
+            if x == NULL_PARTITION {
+                v.null = true;
+            } else {
+                v.month = parse_month(x);
+            }
         } else if let Some(x) = s.strip_prefix("hour=") {
             if x == NULL_PARTITION {
                 v.null = true;
@@ -204,8 +227,33 @@ pub fn partition_of(table_dir: &Path, path: &Path) -> PartitionValues {
     if v.null {
         v.dt = None;
         v.hour = None;
+        v.month = None;
     }
     v
+}
+
+/// `(year, month)` of `YYYY-MM`; `None` for anything else.
+pub fn parse_month(s: &str) -> Option<(i32, u32)> {
+    let b = s.as_bytes();
+    if b.len() != 7 || b[4] != b'-' || !b[..4].iter().chain(&b[5..]).all(u8::is_ascii_digit) {
+        return None;
+    }
+    let y: i32 = s[0..4].parse().ok()?;
+    let m: u32 = s[5..7].parse().ok()?;
+    (1..=12).contains(&m).then_some((y, m))
+}
+
+/// Days since the epoch of the first day of `(year, month)` and of the month after it.
+pub fn month_days(year: i32, month: u32) -> (i64, i64) {
+    let (ny, nm) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    (
+        silt_core::time::days_from_civil(year as i64, month as i64, 1),
+        silt_core::time::days_from_civil(ny as i64, nm as i64, 1),
+    )
 }
 
 /// Days since the epoch of `YYYY-MM-DD`; `None` for anything else (also `2018-02-30`).
@@ -237,6 +285,7 @@ pub fn existing_partitioning(table_dir: &Path) -> Option<Partitioning> {
     match parts.as_slice() {
         [] => Some(Partitioning::None),
         [d] if d.starts_with("dt=") => Some(Partitioning::Day),
+        [d] if d.starts_with("month=") => Some(Partitioning::Month),
         [d, h] if d.starts_with("dt=") && h.starts_with("hour=") => Some(Partitioning::Hour),
         _ => None,
     }

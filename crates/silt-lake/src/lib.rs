@@ -1,6 +1,9 @@
 //! The lake: a directory of plain Parquet or Feather (Arrow IPC) files in Hive layout,
-//! `<lake>/<module>.<type>/dt=YYYY-MM-DD/hour=HH/<unique>.parquet`. The files are the only truth:
-//! there is no catalog file, and DuckDB, Spark, Trino or Athena can read the directory as is.
+//! `<lake>/<module>.<type>/dt=YYYY-MM-DD/hour=HH/<unique>.parquet` (or `dt=` days, `month=`
+//! months, or no partition directories, chosen per table from its data). The files are the only
+//! truth about data: there is no catalog of files, and DuckDB, Spark, Trino or Athena can read the
+//! directory as is. `<lake>/_silt/` holds two small records of silt's own: what imports consumed
+//! and each table's partitioning.
 //!
 //! - [`writer`]: [`LakeWriter`], the [`silt_core::Emit`] that partitions rows by event time, sorts them,
 //!   and writes files through a [`store`] format;
@@ -14,6 +17,8 @@
 //! - `narrow`: list columns of a sliced batch narrowed to the values its rows use, before
 //!   parquet-rs encodes them;
 //! - [`layout`]: partition directories and file names;
+//! - [`granularity`]: a new table's time partitioning chosen from its data (`--partition auto`)
+//!   and recorded under `<lake>/_silt/tables/`;
 //! - [`rejects`]: rejected input kept under `<lake>/_rejects/`;
 //! - [`catalog`]: listing tables with rows, files, bytes and time range, read from file footers;
 //! - [`imports`]: the record of what imports consumed (no duplicate rows on a re-run or after a
@@ -28,6 +33,7 @@ mod bloom;
 pub mod catalog;
 pub mod config;
 pub mod ddl;
+pub mod granularity;
 pub mod imports;
 pub mod inspect;
 pub mod layout;
@@ -39,6 +45,6 @@ pub mod store;
 pub mod summary;
 pub mod writer;
 
-pub use config::{Codec, EncodingHints, Partitioning, StoreKind, WriterConfig};
+pub use config::{Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, WriterConfig};
 pub use summary::{ImportSummary, TableSummary};
 pub use writer::{Commit, LakeWriter};

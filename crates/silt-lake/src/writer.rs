@@ -41,7 +41,8 @@ use arrow::record_batch::RecordBatch;
 use arrow_row::{OwnedRow, RowConverter, SortField};
 use silt_core::{meta, schema, Emit, Reject, TableName};
 
-use crate::config::{Partitioning, WriterConfig};
+use crate::config::{PartitionChoice, Partitioning, WriterConfig};
+use crate::granularity::{self, TableRecord};
 use crate::layout::{self, PartKey};
 use crate::publish::{DirectoryPublisher, PendingFile, PublishedFile, Publisher};
 use crate::rejects::RejectWriter;
@@ -82,6 +83,16 @@ struct TableState {
     converter: Option<RowConverter>,
     partitions: HashMap<PartKey, Partition>,
     first_seen: Instant,
+    /// A new table with `--partition auto`: its first rows, held until there are enough to choose
+    /// the partitioning from ([`crate::granularity`]); `None` once chosen.
+    probe: Option<Probe>,
+}
+
+#[derive(Default)]
+struct Probe {
+    batches: Vec<RecordBatch>,
+    rows: usize,
+    bytes: usize,
 }
 
 /// Tiers per partition. The last tier takes every row that is late for the tier before it and
@@ -236,14 +247,24 @@ impl LakeWriter {
     ) -> anyhow::Result<&mut TableState> {
         if !self.tables.contains_key(name) {
             let dir = self.root.join(name.to_string());
-            let partitioning = match layout::existing_partitioning(&dir) {
-                Some(p) if p != self.cfg.partition => anyhow::bail!(
-                    "table {name} in {} is partitioned by {p:?}, not {:?}: import with --partition {} or into another lake",
-                    self.root.display(),
-                    self.cfg.partition,
-                    format!("{p:?}").to_lowercase()
-                ),
-                _ => self.cfg.partition,
+            let existing = granularity::current(&self.root, name)?;
+            let partitioning = match (self.cfg.partition, existing) {
+                (PartitionChoice::Fixed(p), Some(r)) => {
+                    let q = r.partitioning()?;
+                    anyhow::ensure!(
+                        q == p,
+                        "table {name} in {} is partitioned by {q}, not {p}: import with --partition {q} (or auto) or into another lake",
+                        self.root.display(),
+                    );
+                    Some(p)
+                }
+                (PartitionChoice::Auto, Some(r)) => Some(r.partitioning()?),
+                (PartitionChoice::Fixed(p), None) => {
+                    granularity::write_record(&self.root, &new_record(name, p, "user", None))?;
+                    Some(p)
+                }
+                // Chosen once the first rows are in (see `decide`).
+                (PartitionChoice::Auto, None) => None,
             };
             // `--partition-by FIELD` overrides the time column the schema metadata names.
             let time_col = match &self.cfg.time_column {
@@ -275,14 +296,23 @@ impl LakeWriter {
                     name: name.clone(),
                     dir,
                     schema: Arc::new(schema),
-                    partitioning,
+                    partitioning: partitioning.unwrap_or(Partitioning::None),
                     time_col,
                     sort_keys,
                     converter: None,
                     partitions: HashMap::new(),
                     first_seen: Instant::now(),
+                    probe: partitioning.is_none().then(Probe::default),
                 },
             );
+            if let Some(p) = partitioning {
+                self.summary.table(name).partitioning = Some(p.name().into());
+            }
+            let t = self.tables.get_mut(name).expect("inserted");
+            if t.probe.is_some() && t.time_col.is_none() {
+                // Nothing to partition by: no need to look at rows first.
+                self.decide(name)?;
+            }
         }
         Ok(self.tables.get_mut(name).expect("inserted"))
     }
@@ -292,9 +322,51 @@ impl LakeWriter {
             return Ok(());
         }
         let batch = override_time_column(batch, &self.cfg)?;
-        let batch_schema = batch.schema();
-        self.table_state(name, &batch_schema)
+        self.table_state(name, &batch.schema())
             .map_err(UsageError::wrap)?;
+        let limit = granularity::probe_bytes(&self.cfg);
+        let t = self.tables.get_mut(name).expect("table");
+        if let Some(probe) = &mut t.probe {
+            probe.rows += batch.num_rows();
+            probe.bytes += batch.get_array_memory_size();
+            probe.batches.push(batch);
+            if probe.rows >= granularity::PROBE_ROWS || probe.bytes >= limit {
+                self.decide(name)?;
+            }
+            return Ok(());
+        }
+        self.route_batch(name, batch)
+    }
+
+    /// Chooses a new table's partitioning from the rows it holds back (`--partition auto`),
+    /// records the choice in the lake, and sends those rows on. Does nothing once chosen.
+    fn decide(&mut self, name: &TableName) -> anyhow::Result<()> {
+        let t = self.tables.get_mut(name).expect("table");
+        let Some(probe) = t.probe.take() else {
+            return Ok(());
+        };
+        let (partitioning, estimate) = if t.time_col.is_none() {
+            (Partitioning::None, None)
+        } else {
+            let e = granularity::estimate(&probe.batches, t.time_col.as_deref(), &self.cfg)?;
+            (granularity::choose(&e, self.cfg.row_group_bytes), Some(e))
+        };
+        t.partitioning = partitioning;
+        let record = new_record(name, partitioning, "auto", estimate);
+        granularity::write_record(&self.root, &record)?;
+        let s = self.summary.table(name);
+        s.partitioning = Some(partitioning.name().into());
+        s.partition_choice = Some(record.describe());
+        for b in probe.batches {
+            self.route_batch(name, b)?;
+        }
+        Ok(())
+    }
+
+    /// A batch of a table whose partitioning is known: conformed to the table's schema (which
+    /// evolves with it), split by partition, buffered.
+    fn route_batch(&mut self, name: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
+        let batch_schema = batch.schema();
         // Schema evolution: finish open files, conform buffered rows.
         let needs_change = {
             let t = &self.tables[name];
@@ -459,6 +531,7 @@ impl LakeWriter {
 
     /// Writes everything of a table and publishes its files.
     fn finish_table(&mut self, name: &TableName) -> anyhow::Result<()> {
+        self.decide(name)?;
         let keys: Vec<PartKey> = self.tables[name].partitions.keys().copied().collect();
         for k in keys {
             self.finish_partition(name, k)?;
@@ -511,7 +584,14 @@ impl LakeWriter {
             let mut mem = 0usize;
             let mut largest: Option<(usize, TableName, PartKey)> = None;
             let mut oldest: Option<(u64, TableName, PartKey)> = None;
+            let mut largest_probe: Option<(usize, TableName)> = None;
             for (tn, t) in &self.tables {
+                if let Some(p) = &t.probe {
+                    mem += p.bytes;
+                    if largest_probe.as_ref().is_none_or(|(lm, _)| p.bytes > *lm) {
+                        largest_probe = Some((p.bytes, tn.clone()));
+                    }
+                }
                 for (k, p) in &t.partitions {
                     let m = p.memory();
                     mem += m;
@@ -532,6 +612,15 @@ impl LakeWriter {
                 continue;
             }
             if mem > self.cfg.memory_bytes {
+                if let Some((pm, tn)) = largest_probe {
+                    if largest.as_ref().is_none_or(|(lm, _, _)| pm >= *lm) {
+                        // Rows held back to choose a new table's partitioning: choose now.
+                        if let Err(e) = self.decide(&tn) {
+                            self.table_failed(&tn, e);
+                        }
+                        continue;
+                    }
+                }
                 let (_, tn, k) = largest.expect("partitions exist");
                 if self.tables[&tn].partitions[&k].pending_rows() > 0 {
                     // Write the buffers early (smaller sorted runs, bounded memory).
@@ -707,6 +796,22 @@ fn top_level_names(s: &SchemaRef) -> String {
         .map(|f| f.name().as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A table record made now.
+fn new_record(
+    name: &TableName,
+    p: Partitioning,
+    chosen_by: &str,
+    estimate: Option<granularity::Estimate>,
+) -> TableRecord {
+    TableRecord {
+        table: name.to_string(),
+        partition: p.name().into(),
+        chosen_by: chosen_by.into(),
+        estimate,
+        at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    }
 }
 
 /// Splits a batch by the partition of each row's event time.

@@ -118,7 +118,7 @@ const ROWS: i64 = 13;
 
 fn build_lake(root: &Path, partition: Partitioning, store: StoreKind) {
     let cfg = WriterConfig {
-        partition,
+        partition: partition.into(),
         store,
         ..WriterConfig::default()
     };
@@ -176,6 +176,16 @@ fn golden_statements_for_all_dialects() {
     check_golden(
         "athena_day.sql",
         &statement(day.path(), Dialect::Athena, Some("s3://bucket/lake")),
+    );
+    let month = tempfile::tempdir().unwrap();
+    build_lake(month.path(), Partitioning::Month, StoreKind::Parquet);
+    check_golden(
+        "athena_month.sql",
+        &statement(month.path(), Dialect::Athena, Some("s3://bucket/lake")),
+    );
+    check_golden(
+        "duckdb_month.sql",
+        &statement(month.path(), Dialect::DuckDb, None),
     );
     let none = tempfile::tempdir().unwrap();
     build_lake(none.path(), Partitioning::None, StoreKind::Parquet);

@@ -242,7 +242,7 @@ fn partition_by_overrides_the_time_column() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = WriterConfig {
         time_column: Some("seen".into()),
-        partition: Partitioning::Day,
+        partition: Partitioning::Day.into(),
         ..WriterConfig::default()
     };
     write(dir.path(), cfg).unwrap();

@@ -80,7 +80,11 @@ fn conn() -> TableName {
 #[test]
 fn partitions_sorts_and_publishes_atomically() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    let hour = WriterConfig {
+        partition: Partitioning::Hour.into(),
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), hour).unwrap();
     // Two hours, out of order, plus a null time.
     let ts: Vec<Option<i64>> = vec![
         Some(T0 + 5),
@@ -251,7 +255,7 @@ fn feather_store_and_day_partitioning() {
         store: StoreKind::Feather,
         codec: Codec::Zstd,
         level: Some(3),
-        partition: Partitioning::Day,
+        partition: Partitioning::Day.into(),
         ..WriterConfig::default()
     };
     let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
@@ -271,7 +275,11 @@ fn feather_store_and_day_partitioning() {
         (2, Some(T0), Some(T0 + HOUR))
     );
     // A second import with another partitioning is refused with a useful message.
-    let mut w = LakeWriter::new(dir.path(), WriterConfig::default()).unwrap();
+    let hour = WriterConfig {
+        partition: Partitioning::Hour.into(),
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), hour).unwrap();
     let err = w.batch(&conn(), batch(&[Some(T0)], false)).unwrap_err();
     assert!(format!("{err:#}").contains("--partition day"), "{err:#}");
 }
@@ -363,11 +371,11 @@ fn table_without_time_column_is_written_unsorted_in_one_file() {
     let sum = w.finish().unwrap();
     let t = &sum.tables[&TableName::new("suricata", "stats")];
     assert_eq!((t.rows_written, t.files), (5000, 1));
-    let files = catalog::data_files(&dir.path().join("suricata.stats")).unwrap();
-    assert!(files[0]
-        .path
-        .to_string_lossy()
-        .contains("__HIVE_DEFAULT_PARTITION__"));
+    // Nothing to partition by: `auto` puts the file directly into the table directory.
+    let table = dir.path().join("suricata.stats");
+    let files = catalog::data_files(&table).unwrap();
+    assert_eq!(files[0].path.parent(), Some(table.as_path()));
+    assert_eq!(t.partitioning.as_deref(), Some("none"));
 }
 
 /// The input of [`any_order_any_buffer_keeps_every_row_sorted`]: per batch, its timestamps

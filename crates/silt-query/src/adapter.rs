@@ -55,7 +55,11 @@ pub fn needs_silt_conform(p: &DataType, l: &DataType) -> bool {
         (List(pe) | LargeList(pe), List(le) | LargeList(le)) => {
             needs_silt_conform(pe.data_type(), le.data_type())
         }
-        (p, List(_) | LargeList(_)) if !p.is_nested() => true,
+        // Rule 5 wraps scalars and structs alike (`silt_core::schema`): a file whose `dns` was
+        // one object read under a table where other files have a list of objects. Leaving
+        // structs out here handed the pair to DataFusion's cast, which fails the whole query
+        // ("Cannot cast struct field ... to List").
+        (p, List(_) | LargeList(_)) if !p.is_nested() || matches!(p, Struct(_)) => true,
         (p, Utf8 | LargeUtf8) if p.is_nested() => true,
         _ => false,
     }
@@ -326,5 +330,12 @@ mod tests {
         assert!(needs_silt_conform(&s, &s2));
         let s3 = Struct(vec![Field::new("a", Int64, true), Field::new("b", Utf8, true)].into());
         assert!(!needs_silt_conform(&s, &s3));
+        // Rule 5 for structs: one object where the table has a list of objects, also nested.
+        let ls = List(Arc::new(Field::new("item", s.clone(), true)));
+        assert!(needs_silt_conform(&s, &ls));
+        let lt = List(Arc::new(Field::new("item", Utf8, true)));
+        assert!(needs_silt_conform(&s, &lt));
+        let outer = |t: DataType| Struct(vec![Field::new("x", t, true)].into());
+        assert!(needs_silt_conform(&outer(s.clone()), &outer(ls)));
     }
 }

@@ -57,6 +57,9 @@ pub struct DataFile {
     pub dt: Option<i32>,
     /// `hour=` value; `None` without an `hour=` directory or for the default partition.
     pub hour: Option<i32>,
+    /// `month=` value (`YYYY-MM`); `None` without a `month=` directory or for the default
+    /// partition.
+    pub month: Option<String>,
     /// The file's own Arrow schema.
     pub schema: SchemaRef,
     /// Parquet row groups (Feather: record batches).
@@ -273,7 +276,16 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
                     hi: lo + DAY_US - 1,
                 }
             }
-            _ => TimeBounds::Unknown,
+            _ => match part.month {
+                Some((y, m)) => {
+                    let (first, next) = silt_lake::layout::month_days(y, m);
+                    TimeBounds::Range {
+                        lo: first * DAY_US,
+                        hi: next * DAY_US - 1,
+                    }
+                }
+                None => TimeBounds::Unknown,
+            },
         }
     };
     Ok(DataFile {
@@ -283,6 +295,7 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
         modified: md.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         dt: if default { None } else { dt },
         hour: if default { None } else { hour },
+        month: part.month.map(|(y, m)| format!("{y:04}-{m:02}")),
         schema,
         row_groups,
         time,

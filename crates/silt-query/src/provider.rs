@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Date32Array, Int32Array};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Date32Array, Int32Array, StringArray};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
@@ -63,6 +63,8 @@ use crate::timefilter::time_range;
 pub const DT: &str = "dt";
 /// Name of the hour partition column.
 pub const HOUR: &str = "hour";
+/// Name of the month partition column (`YYYY-MM`), present on tables with `month=` directories.
+pub const MONTH: &str = "month";
 
 /// A lake table as a DataFusion table.
 #[derive(Debug)]
@@ -78,11 +80,19 @@ pub struct SiltTable {
 impl SiltTable {
     pub fn new(index: Arc<TableIndex>) -> Self {
         let fs = &index.file_schema;
-        let part_fields: Vec<FieldRef> = [(DT, DataType::Date32), (HOUR, DataType::Int32)]
-            .into_iter()
-            .filter(|(n, _)| fs.field_with_name(n).is_err())
-            .map(|(n, t)| Arc::new(Field::new(n, t, true)))
-            .collect();
+        // `dt` and `hour` always (null where a file has no such directory), `month` only for
+        // tables partitioned by month, so other tables' `SELECT *` stays as it was.
+        let has_month = index.files.iter().any(|f| f.month.is_some());
+        let part_fields: Vec<FieldRef> = [
+            (DT, DataType::Date32, true),
+            (HOUR, DataType::Int32, true),
+            (MONTH, DataType::Utf8, has_month),
+        ]
+        .into_iter()
+        .filter(|(n, _, wanted)| *wanted && fs.field_with_name(n).is_err())
+        .map(|(n, t, _)| (n, t))
+        .map(|(n, t)| Arc::new(Field::new(n, t, true)))
+        .collect();
         let mut fields: Vec<FieldRef> = fs.fields().iter().cloned().collect();
         fields.extend(part_fields.iter().cloned());
         let schema = Arc::new(Schema::new_with_metadata(fields, fs.metadata().clone()));
@@ -114,6 +124,7 @@ impl SiltTable {
             .iter()
             .map(|p| match p.name().as_str() {
                 DT => ScalarValue::Date32(f.dt),
+                MONTH => ScalarValue::Utf8(f.month.clone()),
                 _ => ScalarValue::Int32(f.hour),
             })
             .collect()
@@ -172,6 +183,12 @@ impl SiltTable {
             .map(|p| -> ArrayRef {
                 match p.name().as_str() {
                     DT => Arc::new(files.iter().map(|f| f.dt).collect::<Date32Array>()),
+                    MONTH => Arc::new(
+                        files
+                            .iter()
+                            .map(|f| f.month.as_deref())
+                            .collect::<StringArray>(),
+                    ),
                     _ => Arc::new(files.iter().map(|f| f.hour).collect::<Int32Array>()),
                 }
             })

@@ -68,8 +68,9 @@ WHERE cidr_contains('10.0.0.0/8', id.orig_h)."
         after_help = "Examples:\n  silt ddl --dialect duckdb zeek.conn --lake ./lake | duckdb\n  \
 silt ddl --dialect athena zeek.conn --lake ./lake --location s3://bucket/lake\n  \
 silt ddl --dialect spark suricata.alert --lake ./lake --name security.alerts\n\n\
-The schema comes from the table's file footers (unified when files differ); dt (string) and \
-hour (int) are partition columns; Athena gets partition projection for them. The table is named \
+The schema comes from the table's file footers (unified when files differ); the partition \
+columns follow the table's partitioning: dt (string) and hour (int), dt alone, or month (string, \
+YYYY-MM); Athena gets partition projection for them. The table is named \
 module_type (zeek_conn) unless --name says otherwise. See docs/ddl.md for the type mapping."
     )]
     Ddl(DdlArgs),
@@ -221,8 +222,12 @@ pub struct WriteOpts {
     /// it is written plain from there on (other columns: --page-size).
     #[arg(long, default_value = "4MiB", value_parser = parse_bytes)]
     pub dictionary_page_size: usize,
-    /// Directory partitioning by event time.
-    #[arg(long, default_value = "hour", value_parser = ["hour", "day", "none"])]
+    /// Directory partitioning by event time. `auto` chooses for each new table, from the
+    /// density of its first rows, the finest of hour (dt=/hour=), day (dt=) and month (month=)
+    /// whose partitions are expected to reach a quarter of --row-group-size, else none; the
+    /// choice is recorded in the lake (`_silt/tables/`), shown in the summary, and followed by
+    /// every later import. A given granularity must match the table's record.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "hour", "day", "month", "none"])]
     pub partition: String,
     /// Sort keys within each file, comma separated column paths (default: the time column).
     #[arg(long, value_delimiter = ',')]
@@ -242,11 +247,11 @@ pub struct WriteOpts {
     #[arg(long, default_value = "32MiB", value_parser = parse_bytes)]
     pub sort_buffer: usize,
     /// Partition (and sort) by this top-level timestamp column instead of the table's time
-    /// column, at hour (default), day or no granularity: FIELD[:hour|day|none]. Replaces
-    /// --partition.
+    /// column, at auto (default), hour, day, month or no granularity:
+    /// FIELD[:auto|hour|day|month|none]. Replaces --partition.
     #[arg(
         long,
-        value_name = "FIELD[:hour|day|none]",
+        value_name = "FIELD[:auto|hour|day|month|none]",
         conflicts_with = "partition"
     )]
     pub partition_by: Option<String>,

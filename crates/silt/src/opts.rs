@@ -18,10 +18,11 @@ use crate::cli::{AccessArgs, LogArgs, PcapArgs, WriteOpts};
 
 /// The writer configuration from `--store`, `--codec`, ... (validated).
 pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
-    // `--partition-by FIELD[:hour|day|none]` = the time column override + `--partition`.
+    // `--partition-by FIELD[:auto|hour|day|month|none]` = the time column override +
+    // `--partition`.
     let (time_column, partition) = match &w.partition_by {
         Some(spec) => {
-            let (field, gran) = spec.split_once(':').unwrap_or((spec.as_str(), "hour"));
+            let (field, gran) = spec.split_once(':').unwrap_or((spec.as_str(), "auto"));
             let p = gran
                 .parse()
                 .map_err(|e: String| anyhow::anyhow!("--partition-by {spec}: {e}"))?;

@@ -87,6 +87,9 @@ fn encoding_hints_show_in_inspect_json() {
         "--lake",
         lake_s,
         "-q",
+        // Two hour partitions, two files (the automatic choice would make one file).
+        "--partition",
+        "hour",
         "--dictionary",
         "uid",
         "--no-dictionary",
@@ -218,6 +221,8 @@ fn ddl_for_duckdb_runs() {
         "--lake",
         lake_s,
         "-q",
+        "--partition",
+        "hour",
     ]);
     let e = err(&["ddl", "--dialect", "athena", "zeek.conn", "--lake", lake_s]);
     assert!(e.contains("--location"), "{e}");

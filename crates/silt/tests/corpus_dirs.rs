@@ -1,0 +1,136 @@
+//! Every corpus directory imported as a whole (issue 21): one `silt import FORMAT DIR` of a
+//! directory of real files (Suricata's EVE for the corpus pcaps, one file per pcap; Zeek
+//! baselines and sample data, TSV and JSON) must succeed with no table failing, and give exactly
+//! the rows of the same files imported one at a time into another lake (each import then meets
+//! the schemas earlier imports left in the lake). Every table of the whole-directory lake must
+//! answer `count(*)` with its rows.
+//!
+//! Needs the corpus (`../shared/corpus` or `$SILT_CORPUS`); skips without it, fails in CI.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// (format, directory below the corpus).
+const DIRS: &[(&str, &str)] = &[
+    ("suricata", "suricata/suricata-7.0.10-from-corpus-pcaps"),
+    ("suricata", "suricata/suricata-verify"),
+    ("zeek", "zeek-tsv/vast"),
+    ("zeek", "zeek-tsv/vast-example-pcap"),
+    ("zeek", "zeek-tsv/zeek-baselines"),
+    ("zeek", "zeek-tsv/zed-sample-data"),
+    ("zeek", "zeek-json/zeek-baselines"),
+    ("zeek", "zeek-json/zed-sample-data"),
+];
+
+fn silt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args(args)
+        .output()
+        .expect("run silt")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = silt(args);
+    assert!(
+        o.status.success(),
+        "silt {args:?} failed ({}): {}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+/// Rows per table (`silt tables --json`).
+fn rows(lake: &Path) -> BTreeMap<String, u64> {
+    let v: Value = serde_json::from_str(&ok(&["tables", "--lake", p(lake), "--json"])).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["table"].as_str().unwrap().to_string(),
+                t["rows"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if !path.file_name().unwrap().to_string_lossy().starts_with('.') {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn check_dir(format: &str, rel: &str) {
+    let Some(dir) = silt_testkit::corpus_path(rel) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let whole = t.path().join("whole");
+    let summary = ok(&[
+        "import",
+        format,
+        p(&dir),
+        "--lake",
+        p(&whole),
+        "--allow-empty",
+    ]);
+    assert!(
+        !summary.contains("failed"),
+        "{rel}: a table failed:\n{summary}"
+    );
+    let got = rows(&whole);
+    assert!(!got.is_empty(), "{rel}: nothing imported:\n{summary}");
+
+    let one_by_one = t.path().join("one-by-one");
+    for f in files(&dir) {
+        ok(&[
+            "import",
+            format,
+            p(&f),
+            "--lake",
+            p(&one_by_one),
+            "--allow-empty",
+            "-q",
+        ]);
+    }
+    assert_eq!(
+        got,
+        rows(&one_by_one),
+        "{rel}: the whole directory and its files one at a time differ"
+    );
+
+    for (table, n) in &got {
+        let (module, kind) = table.split_once('.').unwrap();
+        let sql = format!("SELECT count(*) AS n FROM \"{module}\".\"{kind}\"");
+        let out = ok(&["query", "--lake", p(&whole), "--format", "csv", &sql]);
+        assert_eq!(out, format!("n\n{n}\n"), "{rel}: {sql}");
+    }
+    eprintln!("{rel}: {} tables, {got:?}", got.len());
+}
+
+#[test]
+fn corpus_directories_import_whole() {
+    for (format, rel) in DIRS {
+        check_dir(format, rel);
+    }
+}
