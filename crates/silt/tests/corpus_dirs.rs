@@ -7,10 +7,12 @@
 //!
 //! Needs the corpus (`../shared/corpus` or `$SILT_CORPUS`); skips without it, fails in CI.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::{ok, p};
 use serde_json::Value;
 
 /// (format, directory below the corpus).
@@ -24,29 +26,6 @@ const DIRS: &[(&str, &str)] = &[
     ("zeek", "zeek-json/zeek-baselines"),
     ("zeek", "zeek-json/zed-sample-data"),
 ];
-
-fn silt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(args)
-        .output()
-        .expect("run silt")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = silt(args);
-    assert!(
-        o.status.success(),
-        "silt {args:?} failed ({}): {}{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-fn p(x: &Path) -> &str {
-    x.to_str().unwrap()
-}
 
 /// Rows per table (`silt tables --json`).
 fn rows(lake: &Path) -> BTreeMap<String, u64> {

@@ -1,27 +1,13 @@
 //! The `silt` binary's output-control flags end to end: encoding hints seen through
 //! `silt inspect --json`, `--partition-by`, and `silt ddl` (DuckDB runs the statement it prints).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::{ok, silt};
 use serde_json::Value;
-
-fn silt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(args)
-        .output()
-        .expect("run silt")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = silt(args);
-    assert!(
-        o.status.success(),
-        "silt {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
 
 fn err(args: &[&str]) -> String {
     let o = silt(args);

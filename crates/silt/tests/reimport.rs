@@ -3,33 +3,14 @@
 //! right format, and an import killed with SIGKILL at any moment is cleaned up by the next one,
 //! which then leaves the lake equal to a clean import (same rows, each once).
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::{ok, p, silt};
 use serde_json::Value;
-
-fn silt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(args)
-        .output()
-        .expect("run silt")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = silt(args);
-    assert!(
-        o.status.success(),
-        "silt {args:?} failed ({}): {}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-fn p(x: &Path) -> &str {
-    x.to_str().unwrap()
-}
 
 /// Rows per table (`silt tables --json`).
 fn rows(lake: &Path) -> Vec<(String, u64)> {
