@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 
-use etherparse::{IpFragOffset, Ipv6ExtensionSlice, LaxIpSlice};
+use etherparse::{IpFragOffset, LaxIpSlice};
 
 /// How many tunnel layers are kept (deeper nesting stops decoding at that layer).
 pub const MAX_TUNNELS: usize = 8;
@@ -389,23 +389,11 @@ fn parse_ip(data: &[u8]) -> Result<(IpInfo, Option<&[u8]>), DecodeError> {
         }
         LaxIpSlice::Ipv6(s) => {
             let h = s.header();
-            let mut frag = Fragment::No;
-            for ext in s.extensions().clone() {
-                if let Ipv6ExtensionSlice::Fragment(f) = ext {
-                    // Read by hand (RFC 8200 4.5: 13-bit offset, then 2 reserved bits and
-                    // the M flag in the lowest bit): etherparse 0.19's `fragment_offset()` /
-                    // `more_fragments()` read other bits and call a first fragment a later one.
-                    let b = f.slice();
-                    let (offset, more) = (be16(b, 2) >> 3, b[3] & 1 != 0);
-                    frag = if offset != 0 {
-                        Fragment::Later
-                    } else if more {
-                        Fragment::First
-                    } else {
-                        Fragment::No
-                    };
-                }
-            }
+            let exts = s.extensions();
+            let frag = match exts.first_header() {
+                Some(first) => ipv6_fragment(first.0, exts.slice()),
+                None => Fragment::No,
+            };
             (
                 IpAddr::V6(h.source_addr()),
                 IpAddr::V6(h.destination_addr()),
@@ -466,6 +454,54 @@ fn parse_ip(data: &[u8]) -> Result<(IpInfo, Option<&[u8]>), DecodeError> {
     }
     let inner = (fragment == Fragment::No).then_some(p);
     Ok((info, inner))
+}
+
+/// What the fragment header among IPv6 extension headers says (the last one, if several). `exts`
+/// are the extension headers etherparse's lax slicer accepted (whole headers only), the first of
+/// type `next`.
+///
+/// Walked by hand, with every length checked, rather than with etherparse's iterator
+/// (`Ipv6ExtensionsSlice::into_iter`): in etherparse 0.19.0 (and 0.21.0, the newest release,
+/// whose code is the same) the iterator goes on as long as a header's next-header field names
+/// another extension header, even past the end of the accepted bytes. When the lax slicer
+/// stopped at a header it could not take (cut short by the snap length, or a hop-by-hop header
+/// not first), the iterator then reads that header's length byte from an empty slice
+/// (`Ipv6RawExtHeaderSlice::from_slice_unchecked`, `ipv6_raw_ext_header_slice.rs:87`): an
+/// out-of-bounds read, undefined behaviour in a release build (the first fuzz run's pcap and
+/// pcapng crashes). Such a packet is still one row, decoded up to that header (`proto` is the
+/// header's number and there are no ports), as for any packet cut by the snap length.
+fn ipv6_fragment(mut next: u8, mut exts: &[u8]) -> Fragment {
+    let mut frag = Fragment::No;
+    // Every extension header is at least 8 bytes long.
+    while exts.len() >= 8 {
+        let len = match next {
+            // Hop-by-hop, routing, destination options: length in 8-byte units after the first 8.
+            0 | 43 | 60 => (usize::from(exts[1]) + 1) * 8,
+            44 => 8,
+            // Authentication header: length in 4-byte units, minus 2.
+            51 => (usize::from(exts[1]) + 2) * 4,
+            _ => break,
+        };
+        if len > exts.len() {
+            break;
+        }
+        if next == 44 {
+            // Read by hand (RFC 8200 4.5: 13-bit offset, then 2 reserved bits and the M flag in
+            // the lowest bit): etherparse 0.19's `fragment_offset()` / `more_fragments()` read
+            // other bits and call a first fragment a later one.
+            let (offset, more) = (be16(exts, 2) >> 3, exts[3] & 1 != 0);
+            frag = if offset != 0 {
+                Fragment::Later
+            } else if more {
+                Fragment::First
+            } else {
+                Fragment::No
+            };
+        }
+        next = exts[0];
+        exts = &exts[len..];
+    }
+    frag
 }
 
 /// Looks for a tunnel in an IP packet's payload; on success the inner layers replace the outer

@@ -362,6 +362,71 @@ fn ipv6_extension_headers() {
     assert_eq!(u8c(&b, "tcp_flags", 0), Some(0x10));
 }
 
+/// IPv6 extension header chains cut short (the first fuzz run's pcap and pcapng crashes:
+/// etherparse 0.19's extension iterator read past the headers its lax slicer had accepted) are
+/// one row each, decoded up to the header that is missing or refused: addresses, and that
+/// header's number as `proto`. A fragment header behind an authentication header is found.
+#[test]
+fn ipv6_extension_chains_cut_short_are_rows() {
+    let (src, dst) = (v6("2001:db8::1"), v6("2001:db8::2"));
+    // Hop-by-hop says destination options follow; the packet ends there.
+    let ends = ipv6(src, dst, 0, &[60, 0, 1, 4, 0, 0, 0, 0]);
+    // Hop-by-hop, then destination options whose length (16 bytes) runs past the end.
+    let mut cut = vec![60, 0, 1, 4, 0, 0, 0, 0];
+    cut.extend([6, 1, 1, 4, 0, 0, 0, 0]);
+    let cut = ipv6(src, dst, 0, &cut);
+    // Destination options, then hop-by-hop, which may only come first.
+    let late_hop = ipv6(
+        src,
+        dst,
+        60,
+        &[0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0],
+    );
+    // Authentication header (16 bytes), then a first fragment (offset 0, M) of UDP.
+    let mut ah = vec![44, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+    ah.extend([17, 0, 0, 1, 0, 0, 0, 9]);
+    ah.extend(udp(5000, 53, &[7; 8]));
+    let ah = ipv6(src, dst, 51, &ah);
+    // The first, cut by the snap length inside the destination options header it names.
+    let mut snapped = ipv6(
+        src,
+        dst,
+        0,
+        &[60, 0, 1, 4, 0, 0, 0, 0, 6, 0, 1, 4, 0, 0, 0, 0],
+    );
+    snapped.truncate(40 + 8 + 3);
+    let frames = [ends, cut, late_hop, ah, snapped]
+        .into_iter()
+        .map(|f| (1u32, 0u32, f))
+        .collect::<Vec<_>>();
+    let out = common::read_bytes(&pcap(101, false, false, &frames));
+    assert!(out.rejects.is_empty(), "{:?}", out.rejects);
+    let b = batch(&out);
+    assert_eq!(b.num_rows(), 5);
+    for (row, proto) in [(0, 60), (1, 60), (2, 0), (3, 17), (4, 60)] {
+        assert_eq!(
+            s(&b, "src", row).as_deref(),
+            Some("2001:db8::1"),
+            "row {row}"
+        );
+        assert_eq!(
+            s(&b, "dst", row).as_deref(),
+            Some("2001:db8::2"),
+            "row {row}"
+        );
+        assert_eq!(u8c(&b, "proto", row), Some(proto), "row {row}");
+    }
+    for row in [0, 1, 2, 4] {
+        assert_eq!(u16c(&b, "sport", row), None, "row {row}");
+    }
+    assert_eq!(u16c(&b, "sport", 3), Some(5000));
+    assert_eq!(u16c(&b, "dport", 3), Some(53));
+    assert_eq!(
+        s(&b, "community_id", 3),
+        Some(cid("2001:db8::1", "2001:db8::2", 17, 5000, 53))
+    );
+}
+
 #[test]
 fn fragments_only_first_has_ports() {
     let u = udp(5000, 53, &[7u8; 16]);

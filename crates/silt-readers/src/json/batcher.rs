@@ -101,12 +101,21 @@ impl Batcher {
         let rows = std::mem::take(&mut self.rows);
         self.bytes = 0;
         let built = build_batch(&rows, &schema)?;
-        // Inference guarantees every value fits its column; catch a disagreement in tests.
+        // Inference guarantees every value fits its column; catch a disagreement in tests, and
+        // never make it a silent null in a release build (as `ColumnBatcher::flush`).
         debug_assert_eq!(
             built.mismatches, 0,
             "values that do not fit the inferred schema"
         );
         self.mismatches += built.mismatches;
+        if built.mismatches > 0 {
+            return Err(ArrowError::ComputeError(format!(
+                "{} values do not fit the inferred schema (a bug in silt); the batch of {} \
+                 records is not written",
+                built.mismatches,
+                rows.len()
+            )));
+        }
         self.schema = schema;
         Ok(Some(built.batch))
     }

@@ -98,9 +98,16 @@ impl Value {
         }
     }
 
-    /// JSON text of the value.
+    /// JSON text of the value. JSON has no NaN or infinity (which MessagePack floats can be):
+    /// such a float alone is `NaN`, `inf` or `-inf`, and inside an array or object the JSON
+    /// string of that (never `null`, which is what `serde_json` writes for them).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| format!("\"<unserializable: {e}>\""))
+        match self {
+            Value::Float(f) if !f.is_finite() => f.to_string(),
+            _ => {
+                serde_json::to_string(self).unwrap_or_else(|e| format!("\"<unserializable: {e}>\""))
+            }
+        }
     }
 }
 
@@ -126,6 +133,8 @@ impl Serialize for Value {
             Value::Bool(b) => s.serialize_bool(*b),
             Value::Int(i) => s.serialize_i64(*i),
             Value::UInt(u) => s.serialize_u64(*u),
+            // See `Value::to_json`.
+            Value::Float(f) if !f.is_finite() => s.serialize_str(&f.to_string()),
             Value::Float(f) => s.serialize_f64(*f),
             Value::Str(v) => s.serialize_str(v),
             Value::Time(t) => s.serialize_str(&format_micros(*t)),
@@ -212,35 +221,66 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out: Object = Vec::new();
-        let mut index: Option<HashMap<String, usize>> = None;
+        let mut out = ObjectBuilder::default();
         while let Some(key) = map.next_key::<String>()? {
             let value: Value = map.next_value()?;
-            let key = if key.is_empty() { "_".to_string() } else { key };
-            if index.is_none() && out.len() >= LINEAR_DEDUP_MAX {
-                index = Some(
-                    out.iter()
-                        .enumerate()
-                        .map(|(i, (k, _))| (k.clone(), i))
-                        .collect(),
-                );
-            }
-            let existing = match &index {
-                Some(ix) => ix.get(&key).copied(),
-                None => out.iter().position(|(k, _)| *k == key),
-            };
-            match existing {
-                // Last value wins, first position stays.
-                Some(i) => out[i].1 = value,
-                None => {
-                    if let Some(ix) = &mut index {
-                        ix.insert(key.clone(), out.len());
-                    }
-                    out.push((key, value));
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out.finish()))
+    }
+}
+
+/// An object being built entry by entry with the rules of [`Value`]: an empty key is `_`, a
+/// repeated key keeps its first position and its last value. Linear in the entries: duplicates
+/// are found by a scan in small objects and by a hash index in large ones (a scan alone made a
+/// record of many keys quadratic). Used by the JSON parser and by other formats' decoders
+/// (MessagePack), so that every path builds objects alike.
+#[derive(Debug, Default)]
+pub struct ObjectBuilder {
+    out: Object,
+    index: Option<HashMap<String, usize>>,
+}
+
+impl ObjectBuilder {
+    /// An empty object with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            out: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
+    /// Adds one entry (see the type's documentation).
+    pub fn insert(&mut self, key: String, value: Value) {
+        let key = if key.is_empty() { "_".to_string() } else { key };
+        if self.index.is_none() && self.out.len() >= LINEAR_DEDUP_MAX {
+            self.index = Some(
+                self.out
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (k.clone(), i))
+                    .collect(),
+            );
+        }
+        let existing = match &self.index {
+            Some(ix) => ix.get(&key).copied(),
+            None => self.out.iter().position(|(k, _)| *k == key),
+        };
+        match existing {
+            // Last value wins, first position stays.
+            Some(i) => self.out[i].1 = value,
+            None => {
+                if let Some(ix) = &mut self.index {
+                    ix.insert(key.clone(), self.out.len());
                 }
+                self.out.push((key, value));
             }
         }
-        Ok(Value::Object(out))
+    }
+
+    /// The entries, in first-seen key order.
+    pub fn finish(self) -> Object {
+        self.out
     }
 }
 
@@ -304,6 +344,43 @@ mod tests {
             "\"2017-06-19T12:01:38.082123Z\""
         );
         assert_eq!(format_micros(-1), "1969-12-31T23:59:59.999999Z");
+    }
+
+    /// A float JSON cannot hold keeps its value as text, alone and nested (not `null`).
+    #[test]
+    fn non_finite_floats_are_not_null_text() {
+        assert_eq!(Value::Float(f64::NAN).to_json(), "NaN");
+        assert_eq!(Value::Float(f64::INFINITY).to_json(), "inf");
+        assert_eq!(Value::Float(f64::NEG_INFINITY).to_json(), "-inf");
+        let v = Value::Object(vec![(
+            "a".into(),
+            Value::List(vec![Value::Float(f64::NAN), Value::Float(1.5)]),
+        )]);
+        assert_eq!(v.to_json(), r#"{"a":["NaN",1.5]}"#);
+    }
+
+    /// `ObjectBuilder` keeps the rules of the parser: `""` is `_`, last value, first position,
+    /// with and without its hash index.
+    #[test]
+    fn object_builder_follows_the_parser() {
+        for n in [3, 40] {
+            let mut text = String::from("{");
+            let mut b = ObjectBuilder::default();
+            for i in 0..n {
+                text.push_str(&format!("\"k{i}\":{i},"));
+                b.insert(format!("k{i}"), Value::Int(i));
+            }
+            text.push_str("\"\":1,\"_\":2,\"k1\":\"last\"}");
+            b.insert(String::new(), Value::Int(1));
+            b.insert("_".into(), Value::Int(2));
+            b.insert("k1".into(), Value::Str("last".into()));
+            let parsed = Value::from_slice(text.as_bytes()).unwrap();
+            assert_eq!(Value::Object(b.finish()), parsed);
+            let o = parsed.as_object().unwrap();
+            assert_eq!(o.len(), n as usize + 1);
+            assert_eq!(o[1], ("k1".to_string(), Value::Str("last".into())));
+            assert_eq!(o[n as usize], ("_".to_string(), Value::Int(2)));
+        }
     }
 
     #[test]
