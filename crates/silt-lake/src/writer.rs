@@ -16,7 +16,9 @@
 //! Memory is bounded by configuration: sort buffers (`sort_buffer_bytes` per partition, and
 //! `memory_bytes` overall, beyond which the largest buffers are written early), in-progress row
 //! groups (flushed at `row_group_bytes`), and at most `max_open_partitions` open files (the least
-//! recently used is finished first). Input size does not matter.
+//! recently used is finished first); beyond that many partitions, those no recent batch touched
+//! are finished too, however few rows they buffer. Input size does not matter, nor the number of
+//! partitions an input touches.
 //!
 //! A schema change for a table (a new field, a widened type) finishes that table's open files and
 //! continues with the unified schema; rows already buffered are conformed to it.
@@ -100,6 +102,10 @@ struct Probe {
 /// complete file. With two tiers, a partition gets one large sorted file plus, when the input
 /// has late rows, one file of them per `sort_buffer_bytes` of late rows.
 const MAX_TIERS: usize = 2;
+
+/// A partition not touched by any of the last this many batches is finished when there are more
+/// than `max_open_partitions` partitions ([`LakeWriter::enforce_bounds`]).
+const STALE_BATCHES: u64 = 4;
 
 #[derive(Default)]
 struct Partition {
@@ -408,20 +414,22 @@ impl LakeWriter {
             }
         }
         for key in full {
-            self.spill(name, key, 0, false)?;
+            self.spill(name, key, 0, false, false)?;
         }
         self.enforce_bounds()?;
         Ok(())
     }
 
     /// Sorts a tier's buffer and writes its lower half (or all of it when `all`) to the tier's
-    /// file; rows older than that file's last row move on to the next tier.
+    /// file; rows older than that file's last row move on to the next tier. `closing`: the
+    /// partition is being finished, so a file this opens gets nothing more.
     fn spill(
         &mut self,
         name: &TableName,
         key: PartKey,
         tier: usize,
         all: bool,
+        closing: bool,
     ) -> anyhow::Result<()> {
         let cfg = &self.cfg;
         let t = self.tables.get_mut(name).expect("table");
@@ -434,6 +442,9 @@ impl LakeWriter {
         }
         let catch_all = tier + 1 == MAX_TIERS;
         let all = all || catch_all;
+        // A file opened now holds exactly this chunk (the catch-all tier's files are published
+        // right away; a closing partition's files are published next).
+        let whole = catch_all || closing;
         let schema = t.schema.clone();
         let buffered = std::mem::take(&mut tr.pending);
         let total_bytes = tr.pending_bytes;
@@ -501,7 +512,11 @@ impl LakeWriter {
                     let dir = t.dir.join(key.relative_dir(t.partitioning));
                     let final_path = dir.join(layout::unique_file_name(cfg.store.extension()));
                     let (file, out) = PendingFile::create(t.name.clone(), final_path)?;
-                    let mut sink = store::open(cfg, &schema, &t.sort_keys, n * 2, &part, out)?;
+                    let mut sink = if whole {
+                        store::open_whole(cfg, &schema, &t.sort_keys, &part, out)?
+                    } else {
+                        store::open(cfg, &schema, &t.sort_keys, n * 2, &part, out)?
+                    };
                     sink.write(&part)?;
                     tr.run = Some(Run {
                         file,
@@ -524,7 +539,7 @@ impl LakeWriter {
         };
         p.push(tier + 1, late);
         if p.tiers[tier + 1].pending_bytes >= cfg.sort_buffer_bytes {
-            self.spill(name, key, tier + 1, false)?;
+            self.spill(name, key, tier + 1, false, false)?;
         }
         Ok(())
     }
@@ -544,7 +559,7 @@ impl LakeWriter {
     fn flush_partition(&mut self, name: &TableName, key: PartKey) -> anyhow::Result<()> {
         let mut tier = 0;
         while tier < self.tables[name].partitions[&key].tiers.len() {
-            self.spill(name, key, tier, true)?;
+            self.spill(name, key, tier, true, true)?;
             tier += 1;
         }
         let t = self.tables.get_mut(name).expect("table");
@@ -584,6 +599,8 @@ impl LakeWriter {
             let mut mem = 0usize;
             let mut largest: Option<(usize, TableName, PartKey)> = None;
             let mut oldest: Option<(u64, TableName, PartKey)> = None;
+            let mut parts = 0usize;
+            let mut stalest: Option<(u64, TableName, PartKey)> = None;
             let mut largest_probe: Option<(usize, TableName)> = None;
             for (tn, t) in &self.tables {
                 if let Some(p) = &t.probe {
@@ -596,6 +613,10 @@ impl LakeWriter {
                     let m = p.memory();
                     mem += m;
                     open += p.open_files();
+                    parts += 1;
+                    if stalest.as_ref().is_none_or(|(c, _, _)| p.last_used < *c) {
+                        stalest = Some((p.last_used, tn.clone(), *k));
+                    }
                     if largest.as_ref().is_none_or(|(lm, _, _)| m > *lm) {
                         largest = Some((m, tn.clone(), *k));
                     }
@@ -610,6 +631,21 @@ impl LakeWriter {
                 let (_, tn, k) = oldest.expect("open files exist");
                 self.finish_partition(&tn, k)?;
                 continue;
+            }
+            // Partitions the input has left behind (sparse data in time order: every batch
+            // touches new hours, never the old ones again) are finished too, not only those
+            // with a file open: otherwise each keeps its few buffered rows until the end, and
+            // thousands of them hold far more memory than their rows count for (an import of
+            // a sparse 200 MB trace into hour partitions peaked at 273 MiB, growing with the
+            // input). Partitions touched by one of the last batches stay, so input in no
+            // time order keeps its partitions together and only the memory bound applies.
+            if parts > self.cfg.max_open_partitions {
+                if let Some((used, tn, k)) = stalest {
+                    if used + STALE_BATCHES < self.clock {
+                        self.finish_partition(&tn, k)?;
+                        continue;
+                    }
+                }
             }
             if mem > self.cfg.memory_bytes {
                 if let Some((pm, tn)) = largest_probe {
@@ -626,7 +662,7 @@ impl LakeWriter {
                     // Write the buffers early (smaller sorted runs, bounded memory).
                     let tiers = self.tables[&tn].partitions[&k].tiers.len();
                     for tier in 0..tiers {
-                        self.spill(&tn, k, tier, true)?;
+                        self.spill(&tn, k, tier, true, false)?;
                     }
                 } else {
                     // Only in-progress row groups are left: finishing the files frees them.

@@ -578,3 +578,57 @@ fn a_failing_table_does_not_abandon_the_others() {
         1
     );
 }
+
+/// Data files (not temp files) under the lake so far.
+fn published(dir: &Path) -> usize {
+    walk(dir)
+        .iter()
+        .filter(|p| p.ends_with(".parquet") && !p.contains("/_silt/"))
+        .count()
+}
+
+#[test]
+fn partitions_the_input_left_behind_are_finished_however_few_rows_they_hold() {
+    // Sparse input in time order: every batch is a new hour, a few rows each (a small site's
+    // archive in hour partitions). Hours no batch touches any more are written and published as
+    // the import goes, not held until the end.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        partition: Partitioning::Hour.into(),
+        ..WriterConfig::default()
+    };
+    let max_open = cfg.max_open_partitions;
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    for h in 0..200i64 {
+        let ts: Vec<Option<i64>> = (0..5).map(|i| Some(T0 + h * HOUR + i)).collect();
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+        let held = (h + 1) as usize - published(dir.path());
+        assert!(
+            held <= max_open + 5,
+            "after hour {h}: {held} partitions held"
+        );
+    }
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].rows_written, 1000);
+    assert_eq!(s.tables[&conn()].files, 200);
+
+    // Input in no time order over more partitions than that: every batch touches every hour,
+    // so none is finished early (one file per hour at the end, not one per batch).
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        partition: Partitioning::Hour.into(),
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    for round in 0..20i64 {
+        let ts: Vec<Option<i64>> = (0..100)
+            .rev()
+            .map(|h| Some(T0 + h * HOUR + round))
+            .collect();
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+        assert_eq!(published(dir.path()), 0, "round {round}");
+    }
+    let s = w.finish().unwrap();
+    assert_eq!(s.tables[&conn()].rows_written, 2000);
+    assert_eq!(s.tables[&conn()].files, 100);
+}

@@ -2,10 +2,11 @@
 //!
 //! Parquet files get: the configured codec and level, row groups cut at a compressed-size
 //! target, dictionary encoding (parquet-rs falls back to plain for high-cardinality columns),
-//! page-level statistics with the column and offset index, DELTA_BINARY_PACKED for time columns,
-//! bloom filters on lookup columns (built by the `bloom` module for text and integer leaves, by
-//! parquet-rs for others), `sorting_columns` metadata, and silt's schema metadata as
-//! key-value metadata next to the embedded Arrow schema. Per-column encoding hints
+//! page-level statistics with the column and offset index (except in a file of one page per
+//! column, [`open_whole`]), DELTA_BINARY_PACKED for time columns, bloom filters on lookup columns
+//! (built by the `bloom` module for text and integer leaves, by parquet-rs for others),
+//! `sorting_columns` metadata, and silt's schema metadata as key-value metadata next to the
+//! embedded Arrow schema (which carries the types only: see `properties`). Per-column encoding hints
 //! ([`crate::config::EncodingHints`]) are resolved by [`encoding_plan`] and applied last.
 //!
 //! [`open`] puts a Parquet file's writer properties together in three layers, each in a module
@@ -34,6 +35,7 @@ use std::io::BufWriter;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use parquet::file::properties::EnabledStatistics;
 
 use crate::background::Background;
 use crate::config::{StoreKind, WriterConfig};
@@ -41,7 +43,7 @@ use crate::config::{StoreKind, WriterConfig};
 pub use choices::CARDINALITY_SAMPLE;
 pub use hints::{encoding_plan, ColumnEncoding};
 pub use paths::leaf_paths;
-pub use properties::compression;
+pub use properties::{compression, stored_schema, SOURCE_TYPES};
 
 /// Writes one file.
 pub trait FileSink: Send {
@@ -63,10 +65,53 @@ pub fn open(
     first: &RecordBatch,
     out: BufWriter<File>,
 ) -> anyhow::Result<Box<dyn FileSink>> {
+    open_sink(cfg, schema, sort, expected_rows, first, false, out)
+}
+
+/// Opens a sink for a file whose whole content is `batch` (written by the caller next, and
+/// nothing after it). A file that small enough for one page per column gets no page index: its
+/// column index would repeat the column chunks' statistics and its offset index their one page's
+/// offset, about 50 bytes a column, a tenth of a file of a hundred rows (issue 21: small files
+/// must not cost more than DuckDB's).
+pub fn open_whole(
+    cfg: &WriterConfig,
+    schema: &SchemaRef,
+    sort: &[String],
+    batch: &RecordBatch,
+    out: BufWriter<File>,
+) -> anyhow::Result<Box<dyn FileSink>> {
+    open_sink(cfg, schema, sort, batch.num_rows(), batch, true, out)
+}
+
+/// Whether every column of `batch` fits in one data page (parquet-rs starts a new page at
+/// `page_bytes` or at its row limit, 20,000 rows).
+fn one_page(cfg: &WriterConfig, batch: &RecordBatch) -> bool {
+    const PAGE_ROW_LIMIT: usize = 20_000;
+    batch.num_rows() <= PAGE_ROW_LIMIT
+        && batch
+            .columns()
+            .iter()
+            .all(|c| c.to_data().get_slice_memory_size().unwrap_or(usize::MAX) <= cfg.page_bytes)
+}
+
+fn open_sink(
+    cfg: &WriterConfig,
+    schema: &SchemaRef,
+    sort: &[String],
+    expected_rows: usize,
+    first: &RecordBatch,
+    whole: bool,
+    out: BufWriter<File>,
+) -> anyhow::Result<Box<dyn FileSink>> {
     let sink: Box<dyn FileSink> = match cfg.store {
         StoreKind::Parquet => {
             let (props, blooms) = properties::parquet_properties(cfg, schema, sort, expected_rows)?;
             let mut props = choices::apply(props, cfg, first, expected_rows)?;
+            if whole && one_page(cfg, first) {
+                props = props
+                    .set_statistics_enabled(EnabledStatistics::Chunk)
+                    .set_offset_index_disabled(true);
+            }
             // The user's hints come last: they override the automatic choices.
             if !cfg.encodings.is_empty() {
                 for c in encoding_plan(cfg, schema).map_err(anyhow::Error::msg)? {

@@ -4,10 +4,11 @@
 //! put them together) and narrows list columns before encoding ([`crate::narrow`]).
 //!
 //! Touches only the file writer it is given, and spawns scoped encoding threads that end with
-//! each slice.
+//! each slice (slices of fewer than [`INLINE_ROWS`] rows are encoded on the calling thread).
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -18,7 +19,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
-use super::properties::Blooms;
+use super::properties::{stored_schema, Blooms};
 use super::FileSink;
 use crate::bloom::BloomBuilder;
 
@@ -59,6 +60,8 @@ pub(super) struct ParquetSink {
 /// Threads that encode column chunks (the machines silt is measured on have two cores; the
 /// reader thread takes part of one).
 const ENCODE_THREADS: usize = 2;
+/// Slices of fewer rows are encoded on the calling thread, all columns in turn.
+const INLINE_ROWS: usize = 4096;
 /// Rows handed to the column writers at a time, at most.
 const WRITE_SLICE_ROWS: usize = 65536;
 /// Rows of the first slice written, before anything is known about the data's size per row.
@@ -73,7 +76,8 @@ impl ParquetSink {
         blooms: Blooms,
     ) -> anyhow::Result<Self> {
         let (file, factory) =
-            ArrowWriter::try_new(out, schema.clone(), Some(props))?.into_serialized_writer()?;
+            ArrowWriter::try_new(out, Arc::new(stored_schema(schema)), Some(props))?
+                .into_serialized_writer()?;
         let writers = factory.create_column_writers(0)?;
         let n = writers.len();
         let filters = blooms.builders(n)?;
@@ -157,18 +161,24 @@ impl ParquetSink {
             }
             Ok(jobs.into_iter().map(|(i, w, _, f)| (i, w, f)).collect())
         };
-        let results = std::thread::scope(|scope| {
-            let mut it = work.into_iter();
-            let first = it.next().unwrap_or_default();
-            let handles: Vec<_> = it.map(|jobs| scope.spawn(move || run(jobs))).collect();
-            let mut out = vec![run(first)];
-            out.extend(
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("encoder thread panicked")),
-            );
-            out
-        });
+        let results = if batch.num_rows() < INLINE_ROWS {
+            // A thread start costs more than encoding a few rows, and small slices come from
+            // small files, of which sparse partitions make thousands.
+            work.into_iter().map(run).collect()
+        } else {
+            std::thread::scope(|scope| {
+                let mut it = work.into_iter();
+                let first = it.next().unwrap_or_default();
+                let handles: Vec<_> = it.map(|jobs| scope.spawn(move || run(jobs))).collect();
+                let mut out = vec![run(first)];
+                out.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("encoder thread panicked")),
+                );
+                out
+            })
+        };
         for r in results {
             for (i, w, f) in r? {
                 slots[i] = Some(w);

@@ -7,7 +7,9 @@
 //!
 //! Touches nothing: it only computes.
 
-use arrow::datatypes::{DataType, Schema};
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Fields, Schema};
 use parquet::basic::{BrotliLevel, Compression, Encoding, GzipLevel, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{
@@ -165,16 +167,87 @@ pub(super) fn parquet_properties(
         b = b.set_sorting_columns(Some(sorting));
     }
 
-    let kv: Vec<KeyValue> = schema
+    let mut kv: Vec<KeyValue> = schema
         .metadata()
         .iter()
         .filter(|(k, _)| k.starts_with("silt."))
         .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
         .collect();
+    let mut types = serde_json::Map::new();
+    source_types(schema.fields(), "", &mut types);
+    if !types.is_empty() {
+        kv.push(KeyValue::new(
+            SOURCE_TYPES.to_string(),
+            serde_json::Value::Object(types).to_string(),
+        ));
+    }
     if !kv.is_empty() {
         b = b.set_key_value_metadata(Some(kv));
     }
     Ok((b, ours))
+}
+
+/// File key-value metadata: the fields' `silt.source_type` ([`silt_core::meta::SOURCE_TYPE`]) as
+/// one JSON object from dotted field path (struct children `id.orig_h`, list items by their
+/// field name, `answers.item.rdata`) to type.
+///
+/// Why not as field metadata inside the embedded Arrow schema, where the batches carry it: there
+/// it repeats the key for every field and is base64-encoded again, 1,660 of the 3,464 bytes of a
+/// `zeek.conn` file's `ARROW:schema`, and a file of a few hundred rows must not cost more than
+/// DuckDB's (issue 21). The embedded schema therefore keeps the types only ([`stored_schema`]).
+pub const SOURCE_TYPES: &str = "silt.source_types";
+
+fn source_types(
+    fields: &Fields,
+    prefix: &str,
+    out: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    for f in fields {
+        let path = format!("{prefix}{}", f.name());
+        if let Some(t) = f.metadata().get(silt_core::meta::SOURCE_TYPE) {
+            out.insert(path.clone(), serde_json::Value::String(t.clone()));
+        }
+        match f.data_type() {
+            DataType::Struct(children) => source_types(children, &format!("{path}."), out),
+            DataType::List(item)
+            | DataType::LargeList(item)
+            | DataType::FixedSizeList(item, _)
+            | DataType::Map(item, _) => {
+                source_types(&Fields::from(vec![item.clone()]), &format!("{path}."), out)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The schema a Parquet file embeds as `ARROW:schema`: `schema`'s types without metadata. The
+/// field metadata goes to [`SOURCE_TYPES`] and the schema metadata (`silt.table`, ...) is in the
+/// file's key-value metadata already, which Arrow readers (arrow-rs, pyarrow) merge into the
+/// schema they read.
+pub fn stored_schema(schema: &Schema) -> Schema {
+    Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| plain_field(f))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn plain_field(f: &Field) -> Field {
+    let t = match f.data_type() {
+        DataType::Struct(children) => {
+            DataType::Struct(children.iter().map(|c| plain_field(c)).collect())
+        }
+        DataType::List(item) => DataType::List(Arc::new(plain_field(item))),
+        DataType::LargeList(item) => DataType::LargeList(Arc::new(plain_field(item))),
+        DataType::FixedSizeList(item, n) => {
+            DataType::FixedSizeList(Arc::new(plain_field(item)), *n)
+        }
+        DataType::Map(entries, sorted) => DataType::Map(Arc::new(plain_field(entries)), *sorted),
+        t => t.clone(),
+    };
+    Field::new(f.name(), t, f.is_nullable())
 }
 
 #[cfg(test)]
