@@ -45,6 +45,8 @@ pub mod store;
 pub mod summary;
 pub mod writer;
 
-pub use config::{Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, WriterConfig};
+pub use config::{
+    Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, WriterConfig, DEFAULT_PAGE_ROWS,
+};
 pub use summary::{ImportSummary, TableSummary};
 pub use writer::{Commit, LakeWriter};

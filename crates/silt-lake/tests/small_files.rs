@@ -153,13 +153,13 @@ fn a_file_of_one_page_per_column_has_no_page_index() {
 
     // Many pages per column (more rows than a page holds): page index as before.
     let dir = tempfile::tempdir().unwrap();
-    let large = import(dir.path(), 60_000);
+    let large = import(dir.path(), silt_lake::DEFAULT_PAGE_ROWS + 10_000);
     assert_eq!(has_page_index(&large), (true, true));
 }
 
 #[test]
 fn the_embedded_schema_keeps_types_and_source_types_move_to_one_key() {
-    for rows in [300, 60_000] {
+    for rows in [300, silt_lake::DEFAULT_PAGE_ROWS + 10_000] {
         let dir = tempfile::tempdir().unwrap();
         let f = import(dir.path(), rows);
         let kv = kv(&f);

@@ -19,6 +19,14 @@ fn one(link: u32, frame: Vec<u8>) -> CollectEmit {
     common::read_bytes(&pcap(link, false, false, &[(1_600_000_000, 5, frame)]))
 }
 
+/// The packet rows of raw-IP frames (link type 101), which must all decode without a reject.
+fn raw_ip_rows(frames: Vec<Vec<u8>>) -> RecordBatch {
+    let frames: Vec<_> = frames.into_iter().map(|f| (1u32, 0u32, f)).collect();
+    let out = common::read_bytes(&pcap(101, false, false, &frames));
+    assert!(out.rejects.is_empty(), "{:?}", out.rejects);
+    batch(&out)
+}
+
 fn batch(out: &CollectEmit) -> RecordBatch {
     let bs: Vec<RecordBatch> = out
         .batches
@@ -395,13 +403,7 @@ fn ipv6_extension_chains_cut_short_are_rows() {
         &[60, 0, 1, 4, 0, 0, 0, 0, 6, 0, 1, 4, 0, 0, 0, 0],
     );
     snapped.truncate(40 + 8 + 3);
-    let frames = [ends, cut, late_hop, ah, snapped]
-        .into_iter()
-        .map(|f| (1u32, 0u32, f))
-        .collect::<Vec<_>>();
-    let out = common::read_bytes(&pcap(101, false, false, &frames));
-    assert!(out.rejects.is_empty(), "{:?}", out.rejects);
-    let b = batch(&out);
+    let b = raw_ip_rows(vec![ends, cut, late_hop, ah, snapped]);
     assert_eq!(b.num_rows(), 5);
     for (row, proto) in [(0, 60), (1, 60), (2, 0), (3, 17), (4, 60)] {
         assert_eq!(
@@ -445,13 +447,7 @@ fn fragments_only_first_has_ports() {
     p2.extend(&u[16..]);
     let g1 = ipv6(v6("2001::1"), v6("2001::2"), 44, &p1);
     let g2 = ipv6(v6("2001::1"), v6("2001::2"), 44, &p2);
-    let frames = [f1, f2, g1, g2]
-        .into_iter()
-        .map(|f| (1u32, 0u32, f))
-        .collect::<Vec<_>>();
-    let out = common::read_bytes(&pcap(101, false, false, &frames));
-    assert!(out.rejects.is_empty(), "{:?}", out.rejects);
-    let b = batch(&out);
+    let b = raw_ip_rows(vec![f1, f2, g1, g2]);
     assert_eq!(b.num_rows(), 4);
     for (row, src, dst) in [(0, "10.0.0.1", "10.0.0.2"), (2, "2001::1", "2001::2")] {
         assert_eq!(u16c(&b, "sport", row), Some(5000));

@@ -218,6 +218,9 @@ pub struct WriteOpts {
     /// Target size of a Parquet data page.
     #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
     pub page_size: usize,
+    /// Most rows in a Parquet data page (the page also ends at --page-size).
+    #[arg(long, default_value_t = silt_lake::DEFAULT_PAGE_ROWS)]
+    pub page_rows: usize,
     /// Largest dictionary page of a string column chunk; a column whose distinct values outgrow
     /// it is written plain from there on (other columns: --page-size).
     #[arg(long, default_value = "4MiB", value_parser = parse_bytes)]

@@ -36,6 +36,7 @@ pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
         level: w.level,
         row_group_bytes: w.row_group_size,
         page_bytes: w.page_size,
+        page_rows: w.page_rows,
         dictionary_page_bytes: w.dictionary_page_size,
         partition,
         sort: w.sort.clone(),

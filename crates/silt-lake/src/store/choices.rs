@@ -114,6 +114,7 @@ fn smallest_text_encoding(
             .set_encoding(enc)
             .set_statistics_enabled(EnabledStatistics::None)
             .set_data_page_size_limit(cfg.page_bytes)
+            .set_data_page_row_count_limit(cfg.page_rows)
             .build();
         let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
         w.write(&batch)?;

@@ -84,10 +84,9 @@ pub fn open_whole(
 }
 
 /// Whether every column of `batch` fits in one data page (parquet-rs starts a new page at
-/// `page_bytes` or at its row limit, 20,000 rows).
+/// `page_bytes` or `page_rows`).
 fn one_page(cfg: &WriterConfig, batch: &RecordBatch) -> bool {
-    const PAGE_ROW_LIMIT: usize = 20_000;
-    batch.num_rows() <= PAGE_ROW_LIMIT
+    batch.num_rows() <= cfg.page_rows
         && batch
             .columns()
             .iter()

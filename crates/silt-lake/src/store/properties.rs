@@ -92,6 +92,7 @@ pub(super) fn parquet_properties(
         .set_max_row_group_row_count(None)
         .set_max_row_group_bytes(None)
         .set_data_page_size_limit(cfg.page_bytes)
+        .set_data_page_row_count_limit(cfg.page_rows)
         .set_dictionary_page_size_limit(cfg.page_bytes)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_created_by(format!("silt {}", env!("CARGO_PKG_VERSION")));
