@@ -741,6 +741,16 @@ pub(crate) fn sort_buffered(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let order = lexsort_to_indices(&key_cols, None)?;
+    if order
+        .values()
+        .iter()
+        .enumerate()
+        .all(|(i, &j)| j as usize == i)
+    {
+        // Already in order (logs are written in time order): a bulk copy, not a gather row by
+        // row (the gather was ~6 % of a real conn log's import in a profile).
+        return Ok(concat_batches(schema, batches)?);
+    }
     let mut origin = Vec::with_capacity(order.len());
     for (b, batch) in batches.iter().enumerate() {
         origin.extend((0..batch.num_rows()).map(|r| (b, r)));
