@@ -237,6 +237,14 @@ impl AvroDecoder {
             })?;
         let schema = reader.writer_schema().clone();
         drop(reader);
+        if let Some(name) = recursive_type(&schema, &mut Vec::new()) {
+            bail!(
+                "{}: the Avro schema is recursive (type {name:?} contains itself), which silt \
+                 does not read: decoding such records nests as deep as the data says (a record \
+                 that must contain itself never ends), and the columns could not hold them",
+                self.source.display
+            );
+        }
         let file_schema = TargetSchema::from_avro(&schema)?;
         let sink = Sink::new(
             &self.source,
@@ -416,6 +424,36 @@ fn decimal_text(bytes: &[u8], scale: usize) -> String {
     }
 }
 
+/// A named type of `s` that refers to itself or to a type enclosing it, if any.
+///
+/// Checked before any record is decoded, because apache-avro 0.22 decodes recursive types by
+/// recursion: a type that must contain itself (the fuzzer's `record r { r t0; }`) recursed until
+/// the stack overflowed, and a legal recursive list nests one stack frame per list element.
+fn recursive_type(s: &Avro, enclosing: &mut Vec<String>) -> Option<String> {
+    match s {
+        Avro::Ref { name } => enclosing
+            .iter()
+            .any(|e| e == name.name())
+            .then(|| name.name().to_string()),
+        Avro::Record(r) => {
+            enclosing.push(r.name.name().to_string());
+            let found = r
+                .fields
+                .iter()
+                .find_map(|f| recursive_type(&f.schema, enclosing));
+            enclosing.pop();
+            found
+        }
+        Avro::Array(a) => recursive_type(&a.items, enclosing),
+        Avro::Map(m) => recursive_type(&m.types, enclosing),
+        Avro::Union(u) => u
+            .variants()
+            .iter()
+            .find_map(|v| recursive_type(v, enclosing)),
+        _ => None,
+    }
+}
+
 /// Converts an Avro value (with its schema, for decimal scales and union branches).
 pub fn to_value(v: AV, s: &Avro) -> Value {
     match v {
@@ -538,6 +576,66 @@ mod tests {
         }
         assert!(header_len(b"Obx").is_err());
         assert!(header_len(b"Obj\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").is_err());
+    }
+
+    #[test]
+    fn recursive_schemas_are_refused_before_decoding() {
+        let parse = |js: &str| apache_avro::Schema::parse_str(js).unwrap();
+        // A linked list (legal, finite data, but one nesting level per element) and a record
+        // that must contain itself (what the fuzzer found).
+        for (js, name) in [
+            (
+                r#"{"type":"record","name":"node","fields":[{"name":"v","type":"long"},
+                    {"name":"next","type":["null","node"]}]}"#,
+                "node",
+            ),
+            (
+                r#"{"type":"record","name":"r","fields":[{"name":"t0","type":"r"}]}"#,
+                "r",
+            ),
+            (
+                r#"{"type":"record","name":"a","fields":[{"name":"b","type":{"type":"record",
+                    "name":"b","fields":[{"name":"xs","type":{"type":"array","items":"a"}}]}}]}"#,
+                "a",
+            ),
+        ] {
+            assert_eq!(
+                recursive_type(&parse(js), &mut Vec::new()),
+                Some(name.into())
+            );
+        }
+        // A named type used twice side by side is not recursion.
+        let twice = parse(
+            r#"{"type":"record","name":"r","fields":[
+                {"name":"a","type":{"type":"record","name":"p","fields":[{"name":"x","type":"int"}]}},
+                {"name":"b","type":"p"}]}"#,
+        );
+        assert_eq!(recursive_type(&twice, &mut Vec::new()), None);
+
+        // Through the decoder: the whole input is refused with the reason, nothing panics.
+        let list = parse(
+            r#"{"type":"record","name":"node","fields":[{"name":"v","type":"long"},
+                {"name":"next","type":["null","node"]}]}"#,
+        );
+        let mut w = apache_avro::Writer::new(&list, Vec::new()).unwrap();
+        let mut rec = apache_avro::types::Record::new(&list).unwrap();
+        rec.put("v", 1i64);
+        rec.put("next", AV::Union(0, Box::new(AV::Null)));
+        w.append_value(rec).unwrap();
+        let file = w.into_inner().unwrap();
+        let src = SourceInfo::from_path(std::path::Path::new("list.avro"));
+        let mut d =
+            AvroDecoder::new(&src, &ReadOptions::default(), &LogOptions::default()).unwrap();
+        let mut out = silt_core::CollectEmit::default();
+        let r = d.feed(&file, &mut out).and_then(|_| d.finish(&mut out));
+        let msg = match r {
+            Err(e) => format!("{e:#}"),
+            Ok(()) => format!("{:?}", out.rejects),
+        };
+        assert!(
+            msg.contains("recursive (type \"node\" contains itself)"),
+            "{msg}"
+        );
     }
 
     #[test]
