@@ -1,5 +1,4 @@
-//! [`Background`]: a [`FileSink`] that encodes on a thread of its own (one of a pool of encoder
-//! threads, reused from file to file).
+//! [`Background`]: a [`FileSink`] that encodes on a thread of its own.
 //!
 //! Encoding (dictionaries, bloom filters, compression) is most of the CPU time of an import;
 //! the rest is reading and sorting. With the sink writing synchronously, the writer's thread
@@ -18,10 +17,10 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use arrow::record_batch::RecordBatch;
 
@@ -30,8 +29,7 @@ use crate::store::FileSink;
 /// A sink running on its own thread.
 pub(crate) struct Background {
     tx: Option<SyncSender<RecordBatch>>,
-    /// Where the thread sends what the sink ended with; `None` once received.
-    done: Option<Receiver<anyhow::Result<BufWriter<File>>>>,
+    handle: Option<JoinHandle<anyhow::Result<BufWriter<File>>>>,
     /// The wrapped sink's `memory_size`, updated after every batch.
     memory: Arc<AtomicUsize>,
     /// Set when the sink is dropped without `finish`: the thread stops without finishing.
@@ -41,13 +39,13 @@ pub(crate) struct Background {
 impl Background {
     pub(crate) fn spawn(mut inner: Box<dyn FileSink>) -> anyhow::Result<Self> {
         let (tx, rx) = sync_channel::<RecordBatch>(1);
-        let (done_tx, done) = sync_channel(1);
         let memory = Arc::new(AtomicUsize::new(inner.memory_size()));
         let mem = memory.clone();
         let abandoned = Arc::new(AtomicBool::new(false));
         let stop = abandoned.clone();
-        let job = move || {
-            let encode = AssertUnwindSafe(move || {
+        let handle = std::thread::Builder::new()
+            .name("silt-encode".into())
+            .spawn(move || {
                 for batch in rx {
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -59,22 +57,10 @@ impl Background {
                     anyhow::bail!("abandoned before it was finished");
                 }
                 inner.finish()
-            });
-            let result = catch_unwind(encode).unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Err(anyhow::anyhow!("the file encoding thread panicked: {what}"))
-            });
-            // The receiver is gone only if the sink was dropped, which waits for this first.
-            let _ = done_tx.send(result);
-        };
-        run_on_worker(Box::new(job))?;
+            })?;
         Ok(Self {
             tx: Some(tx),
-            done: Some(done),
+            handle: Some(handle),
             memory,
             abandoned,
         })
@@ -83,58 +69,12 @@ impl Background {
     /// Waits for the thread and returns what it ended with.
     fn join(&mut self) -> anyhow::Result<BufWriter<File>> {
         self.tx = None;
-        match self.done.take() {
-            Some(rx) => rx
-                .recv()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("the file encoding thread vanished"))),
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the file encoding thread panicked"))),
             None => anyhow::bail!("the file encoding thread has already ended"),
         }
-    }
-}
-
-/// Work for an encoder thread: one file, from its first batch to its footer.
-type Job = Box<dyn FnOnce() + Send + 'static>;
-
-/// Encoder threads waiting for their next file. Sparse data in small partitions makes thousands
-/// of small files (a 100 MB trace in hour partitions: 10,058), and a thread started and ended
-/// for each of them is work for nothing; reused, the import above ran 3 threads in all instead
-/// of 10,000. At most [`MAX_IDLE`] wait; as many run as files are open, which the writer bounds
-/// (`max_open_partitions`).
-static IDLE: Mutex<Vec<Sender<Job>>> = Mutex::new(Vec::new());
-
-/// Idle encoder threads kept for reuse; more end when their file is done.
-const MAX_IDLE: usize = 16;
-
-/// Runs `job` on an idle encoder thread, or on a new one.
-fn run_on_worker(mut job: Job) -> anyhow::Result<()> {
-    loop {
-        let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        match idle {
-            Some(worker) => match worker.send(job) {
-                Ok(()) => return Ok(()),
-                // That thread has ended (it cannot, but then try the next one).
-                Err(back) => job = back.0,
-            },
-            None => break,
-        }
-    }
-    let (me, rx) = channel::<Job>();
-    me.send(job).expect("the receiver is here");
-    std::thread::Builder::new()
-        .name("silt-encode".into())
-        .spawn(move || worker(me, rx))?;
-    Ok(())
-}
-
-/// An encoder thread: runs jobs, and waits in [`IDLE`] between them.
-fn worker(me: Sender<Job>, rx: Receiver<Job>) {
-    while let Ok(job) = rx.recv() {
-        job();
-        let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() >= MAX_IDLE {
-            return;
-        }
-        idle.push(me.clone());
     }
 }
 
@@ -167,7 +107,7 @@ impl Drop for Background {
     fn drop(&mut self) {
         // Abandoned (an error elsewhere): stop the thread, and let it end before the temp file
         // is removed.
-        if self.done.is_some() {
+        if self.handle.is_some() {
             self.abandoned.store(true, Ordering::Relaxed);
             let _ = self.join();
         }
@@ -253,40 +193,6 @@ mod tests {
     fn batch(n: i64) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
         RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(0..n))]).unwrap()
-    }
-
-    /// Records the thread each batch was encoded on.
-    struct Where(Arc<Mutex<Vec<std::thread::ThreadId>>>, BufWriter<File>);
-
-    impl FileSink for Where {
-        fn write(&mut self, _: &RecordBatch) -> anyhow::Result<()> {
-            self.0.lock().unwrap().push(std::thread::current().id());
-            Ok(())
-        }
-        fn memory_size(&self) -> usize {
-            0
-        }
-        fn finish(self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
-            Ok(self.1)
-        }
-    }
-
-    #[test]
-    fn files_one_after_another_reuse_encoder_threads() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        for _ in 0..50 {
-            let out = BufWriter::new(tempfile::tempfile().unwrap());
-            let mut s = Background::spawn(Box::new(Where(seen.clone(), out))).unwrap();
-            s.write(&batch(1)).unwrap();
-            Box::new(s).finish().unwrap();
-        }
-        let mut ids = seen.lock().unwrap().clone();
-        assert_eq!(ids.len(), 50);
-        ids.sort_by_key(|id| format!("{id:?}"));
-        ids.dedup();
-        // Other tests of this process may take an idle thread now and then, but most files
-        // must find the one their predecessor left.
-        assert!(ids.len() <= 10, "{} threads for 50 files", ids.len());
     }
 
     #[test]
