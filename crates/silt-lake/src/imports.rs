@@ -92,6 +92,10 @@ pub struct RunRecord {
     pub inputs: Vec<InputIdentity>,
     /// Files the run published, relative to the lake root.
     pub files: Vec<String>,
+    /// For a flush of `silt serve`: the last write-ahead-log record its files hold (the log
+    /// before and at it is in the lake; the server replays only what follows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_upto: Option<u64>,
 }
 
 /// The import record of one lake.
@@ -151,9 +155,19 @@ impl ImportLog {
         Ok(None)
     }
 
-    /// Removes the files of runs that died (a journal nobody holds), then their journals.
+    /// The last write-ahead-log record that finished `silt serve` flushes hold (see
+    /// [`RunRecord::wal_upto`]); `None` when no flush finished.
+    pub fn wal_covered(&self) -> anyhow::Result<Option<u64>> {
+        Ok(self.runs()?.iter().filter_map(|r| r.wal_upto).max())
+    }
+
+    /// Removes the files of runs that died (a journal nobody holds), then their journals. A
+    /// journal whose run is already in `done.ndjson` (a crash between recording the run and
+    /// removing its journal) only loses its journal: its files are part of the lake.
     pub fn recover(&self) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
+        let finished: std::collections::HashSet<String> =
+            self.runs()?.into_iter().map(|r| r.run).collect();
         for e in fs::read_dir(&self.dir)? {
             let p = e?.path();
             let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
@@ -170,6 +184,10 @@ impl ImportLog {
                 Err(std::fs::TryLockError::Error(e)) => {
                     return Err(e).with_context(|| format!("cannot lock {}", p.display()))
                 }
+            }
+            if finished.contains(run) {
+                fs::remove_file(&p)?;
+                continue;
             }
             for line in BufReader::new(&f).lines() {
                 let rel = line?;
@@ -253,7 +271,19 @@ impl Run {
         inputs: Vec<InputIdentity>,
         files: &[PublishedFile],
     ) -> anyhow::Result<RunRecord> {
+        self.finish_with(inputs, files, None)
+    }
+
+    /// [`Run::finish`] for a flush of `silt serve` that holds the write-ahead log up to and
+    /// including record `wal_upto`.
+    pub fn finish_with(
+        self,
+        inputs: Vec<InputIdentity>,
+        files: &[PublishedFile],
+        wal_upto: Option<u64>,
+    ) -> anyhow::Result<RunRecord> {
         let rec = RunRecord {
+            wal_upto,
             run: self.id.clone(),
             finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             inputs,
@@ -375,5 +405,33 @@ mod tests {
         assert_eq!(log.imported_by(&id).unwrap().unwrap().0.run, r.run);
         assert!(log.recover().unwrap().runs.is_empty());
         assert!(f2.exists());
+    }
+
+    /// A crash after a run was recorded as done but before its journal was removed: the journal
+    /// goes, the files stay (they are the recorded run's), and a serve flush's log position is
+    /// what `wal_covered` reports.
+    #[test]
+    fn a_finished_runs_leftover_journal_keeps_its_files() {
+        let d = tempfile::tempdir().unwrap();
+        let log = ImportLog::open(d.path()).unwrap();
+        let f = d.path().join("t.x/a.parquet");
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(&f, b"data").unwrap();
+        let run = log.begin().unwrap();
+        let (id, journal) = (run.id.clone(), run.journal.clone());
+        let published = PublishedFile {
+            table: silt_core::TableName::parse("t.x").unwrap(),
+            path: f.clone(),
+            bytes: 4,
+            rows: 1,
+        };
+        run.finish_with(vec![], &[published], Some(41)).unwrap();
+        fs::write(&journal, b"t.x/a.parquet\n").unwrap();
+        let rec = log.recover().unwrap();
+        assert!(rec.runs.is_empty(), "{:?}", rec.runs);
+        assert!(f.exists());
+        assert!(!journal.exists());
+        assert_eq!(log.wal_covered().unwrap(), Some(41));
+        assert_eq!(log.runs().unwrap()[0].run, id);
     }
 }
