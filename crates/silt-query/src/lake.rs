@@ -144,8 +144,67 @@ fn scan_table(
             Err(e) => warnings.push(format!("skipped {}: {e:#}", path.display())),
         }
     }
+    Ok(assemble_table(name, dir, files))
+}
+
+impl LakeIndex {
+    /// This index with the data files `paths` added (files just published below [`Self::root`]):
+    /// only their footers are read, so a server keeps its catalog current without re-listing the
+    /// lake. A path already in the index is read again (it replaces the old entry); a file that
+    /// cannot be read is left out and reported in [`Self::warnings`], as in [`Self::scan`].
+    pub fn with_files(&self, paths: &[PathBuf]) -> anyhow::Result<Self> {
+        let mut out = self.clone();
+        let mut added: BTreeMap<TableName, Vec<DataFile>> = BTreeMap::new();
+        for p in paths {
+            let p = p
+                .canonicalize()
+                .with_context(|| format!("cannot open {}", p.display()))?;
+            let rel = p.strip_prefix(&self.root).with_context(|| {
+                format!(
+                    "{} is not below the lake {}",
+                    p.display(),
+                    self.root.display()
+                )
+            })?;
+            let table = rel
+                .components()
+                .next()
+                .and_then(|c| c.as_os_str().to_str())
+                .and_then(TableName::parse)
+                .with_context(|| format!("{} is not in a table directory", p.display()))?;
+            let Some(format) = FileFormat::from_path(&p) else {
+                anyhow::bail!("{} is not a data file", p.display());
+            };
+            let dir = self.root.join(table.to_string());
+            match read_file_info(&dir, &p, format) {
+                Ok(f) => added.entry(table).or_default().push(f),
+                Err(e) => out.warnings.push(format!("skipped {}: {e:#}", p.display())),
+            }
+        }
+        for (table, new) in added {
+            let dir = self.root.join(table.to_string());
+            let mut files: Vec<DataFile> = match out.tables.remove(&table) {
+                Some(t) => t.files,
+                None => Vec::new(),
+            };
+            let fresh: std::collections::HashSet<PathBuf> =
+                new.iter().map(|f| f.path.clone()).collect();
+            files.retain(|f| !fresh.contains(&f.path));
+            files.extend(new);
+            files.sort_by(|a, b| a.path.cmp(&b.path));
+            if let Some(t) = assemble_table(table.clone(), &dir, files) {
+                out.tables.insert(table, t);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A table's index from its readable files: the unified schema (every field nullable), the time
+/// column, and each file's time bounds tightened by its footer statistics. `None` without files.
+fn assemble_table(name: TableName, dir: &Path, mut files: Vec<DataFile>) -> Option<TableIndex> {
     if files.is_empty() {
-        return Ok(None);
+        return None;
     }
     let mut schema = Schema::new_with_metadata(Fields::empty(), Default::default());
     for (i, f) in files.iter().enumerate() {
@@ -184,13 +243,13 @@ fn scan_table(
             }
         }
     }
-    Ok(Some(TableIndex {
+    Some(TableIndex {
         name,
         dir: dir.to_path_buf(),
         files,
         file_schema: Arc::new(schema),
         time_column,
-    }))
+    })
 }
 
 /// Reads the footers of `paths`, on several threads for large tables (footer reads are small
@@ -217,7 +276,7 @@ fn read_all(dir: &Path, paths: &[(PathBuf, FileFormat)]) -> Vec<anyhow::Result<D
 }
 
 /// Makes a field and all fields nested in it nullable: a table's files may lack any of them.
-fn nullable_field(f: &FieldRef) -> Field {
+pub fn nullable_field(f: &FieldRef) -> Field {
     let dt = nullable_type(f.data_type());
     f.as_ref().clone().with_data_type(dt).with_nullable(true)
 }

@@ -23,7 +23,11 @@
 //! read: pruning only ever skips data that cannot match.
 //!
 //! The files of a table are the ones found when the session was opened (a session is a snapshot
-//! of the lake). Each scan notes what it selected in the query's [`crate::stats::ScanLog`].
+//! of the lake). A table may also carry rows that are in no file yet ([`SiltTable::with_tail`]:
+//! `silt serve`'s events acknowledged since the last flush); a scan reads them from memory,
+//! conformed to the table's columns, with `dt`/`hour`/`month` computed from their event time, in
+//! the same union as the files, so a query sees each row exactly once whether or not it has
+//! been flushed yet. Each scan notes what it selected in the query's [`crate::stats::ScanLog`].
 //! Reads only the table's files.
 
 use std::collections::BTreeMap;
@@ -72,6 +76,8 @@ pub struct SiltTable {
     index: Arc<TableIndex>,
     schema: SchemaRef,
     part_fields: Vec<FieldRef>,
+    /// Rows in no file yet, each batch in its own schema (see [`SiltTable::with_tail`]).
+    tail: Vec<RecordBatch>,
     /// Whether predicates may be evaluated inside the Parquet decoder for this table
     /// (see [`crate::adapter::pushdown_safe`]).
     pushdown_safe: bool,
@@ -111,8 +117,95 @@ impl SiltTable {
             index,
             schema,
             part_fields,
+            tail: Vec::new(),
             pushdown_safe,
         }
+    }
+
+    /// The table `name` as its files (`index`, `None` when it has none yet) and the rows of
+    /// `tail`, which are in no file yet: the columns are the files' and the tail's unified (as
+    /// files of different shapes are), so a field that so far only arrived in memory is
+    /// queryable at once.
+    pub fn with_tail(
+        name: silt_core::TableName,
+        index: Option<Arc<TableIndex>>,
+        tail: Vec<RecordBatch>,
+    ) -> Self {
+        let mut schema: Option<Schema> = index.as_ref().map(|i| i.file_schema.as_ref().clone());
+        for b in &tail {
+            schema = Some(match schema {
+                None => b.schema().as_ref().clone(),
+                Some(s) => silt_core::schema::unify_schemas(&s, &b.schema()),
+            });
+        }
+        let schema = schema.unwrap_or_else(|| Schema::new(Vec::<FieldRef>::new()));
+        let schema = Arc::new(Schema::new_with_metadata(
+            schema
+                .fields()
+                .iter()
+                .map(crate::lake::nullable_field)
+                .collect::<Vec<_>>(),
+            schema.metadata().clone(),
+        ));
+        let index = match index {
+            Some(i) if i.file_schema == schema => i,
+            Some(i) => {
+                let mut t = i.as_ref().clone();
+                t.file_schema = schema;
+                Arc::new(t)
+            }
+            None => {
+                let time_column = silt_core::meta::time_column(&schema)
+                    .filter(|c| {
+                        schema
+                            .field_with_name(c)
+                            .is_ok_and(|f| matches!(f.data_type(), DataType::Timestamp(_, _)))
+                    })
+                    .map(str::to_string);
+                Arc::new(TableIndex {
+                    name: name.clone(),
+                    dir: Default::default(),
+                    files: Vec::new(),
+                    file_schema: schema,
+                    time_column,
+                })
+            }
+        };
+        let mut t = Self::new(index);
+        t.tail = tail;
+        t
+    }
+
+    /// Rows of the table that are in no file yet.
+    pub fn tail_rows(&self) -> usize {
+        self.tail.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// The tail as one in-memory scan of the table's columns (see the module documentation).
+    fn tail_exec(
+        &self,
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let file_schema = self.index.file_schema.clone();
+        let time = self.index.time_column.as_deref();
+        let mut batches = Vec::with_capacity(self.tail.len());
+        for b in &self.tail {
+            let b = silt_core::schema::conform(b, &file_schema)?;
+            let mut cols = b.columns().to_vec();
+            let ts = time.and_then(|c| b.column_by_name(c)).cloned();
+            for p in &self.part_fields {
+                cols.push(tail_partition_column(p.name(), ts.as_ref(), b.num_rows())?);
+            }
+            batches.push(RecordBatch::try_new(self.schema.clone(), cols)?);
+        }
+        let src = datafusion::datasource::memory::MemorySourceConfig::try_new(
+            &[batches],
+            self.schema.clone(),
+            projection.cloned(),
+        )?
+        .with_limit(limit);
+        Ok(DataSourceExec::from_data_source(src))
     }
 
     pub fn index(&self) -> &TableIndex {
@@ -337,9 +430,50 @@ impl TableProvider for SiltTable {
         if !feather.is_empty() {
             plans.extend(self.feather_execs(state, &feather, &projected, limit)?);
         }
+        if !self.tail.is_empty() {
+            plans.push(self.tail_exec(projection, limit)?);
+        }
         if plans.is_empty() {
             return Ok(Arc::new(EmptyExec::new(projected)));
         }
         UnionExec::try_new(plans)
     }
+}
+
+/// The partition column `name` (`dt`, `hour` or `month`) of rows in no file yet, from their event
+/// time `ts` (UTC), as the writer would place them; null where the time is null or missing.
+fn tail_partition_column(name: &str, ts: Option<&ArrayRef>, rows: usize) -> Result<ArrayRef> {
+    use arrow::datatypes::TimeUnit;
+    let micros: Vec<Option<i64>> = match ts.map(|a| (a, a.data_type().clone())) {
+        Some((a, DataType::Timestamp(unit, _))) => {
+            let a = arrow::compute::cast(a, &DataType::Timestamp(unit, None))?;
+            let a = arrow::compute::cast(&a, &DataType::Int64)?;
+            let per_us: (i64, i64) = match unit {
+                TimeUnit::Second => (1_000_000, 1),
+                TimeUnit::Millisecond => (1_000, 1),
+                TimeUnit::Microsecond => (1, 1),
+                TimeUnit::Nanosecond => (1, 1_000),
+            };
+            a.as_primitive::<arrow::datatypes::Int64Type>()
+                .iter()
+                .map(|v| v.map(|v| v.saturating_mul(per_us.0).div_euclid(per_us.1)))
+                .collect()
+        }
+        _ => vec![None; rows],
+    };
+    const DAY: i64 = 86_400_000_000;
+    Ok(match name {
+        DT => Arc::new(Date32Array::from_iter(
+            micros.iter().map(|m| m.map(|m| m.div_euclid(DAY) as i32)),
+        )),
+        HOUR => Arc::new(Int32Array::from_iter(
+            micros
+                .iter()
+                .map(|m| m.map(|m| (m.rem_euclid(DAY) / 3_600_000_000) as i32)),
+        )),
+        _ => Arc::new(StringArray::from_iter(micros.iter().map(|m| {
+            m.and_then(chrono::DateTime::from_timestamp_micros)
+                .map(|d| d.format("%Y-%m").to_string())
+        }))),
+    })
 }

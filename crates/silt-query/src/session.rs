@@ -54,6 +54,8 @@ pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
 pub struct SiltSession {
     ctx: SessionContext,
     index: Arc<LakeIndex>,
+    /// Tables registered (the lake's and those only in memory).
+    tables: Vec<TableName>,
     allow_write: bool,
 }
 
@@ -99,12 +101,41 @@ impl SiltSession {
         let index = tokio::task::spawn_blocking(move || LakeIndex::scan(&lake))
             .await
             .context("lake scan panicked")??;
-        let ctx = SessionContext::new_with_config(session_config());
+        Self::live(Arc::new(index), Default::default(), None)
+    }
+
+    /// A session over a lake already indexed (`index`, kept current by its owner with
+    /// [`LakeIndex::with_files`]) and rows in no file yet (`tails`, per table; see
+    /// [`SiltTable::with_tail`]): what `silt serve` opens per query, without touching the disk.
+    /// With `memory_limit`, operators that buffer (sorts, joins, aggregations) may hold at most
+    /// that many bytes; a query that needs more fails with a message saying so.
+    pub fn live(
+        index: Arc<LakeIndex>,
+        mut tails: std::collections::BTreeMap<TableName, Vec<RecordBatch>>,
+        memory_limit: Option<usize>,
+    ) -> anyhow::Result<Self> {
+        let ctx = match memory_limit {
+            None => SessionContext::new_with_config(session_config()),
+            Some(bytes) => {
+                let rt = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+                    .with_memory_limit(bytes, 1.0)
+                    .build_arc()?;
+                SessionContext::new_with_config_rt(session_config(), rt)
+            }
+        };
         ctx.register_udf(crate::cidr::cidr_contains_udf());
         let catalog = ctx
             .catalog("datafusion")
             .context("default catalog missing")?;
-        for (name, table) in &index.tables {
+        let mut names: Vec<TableName> = index.tables.keys().cloned().collect();
+        names.extend(
+            tails
+                .keys()
+                .filter(|t| !index.tables.contains_key(*t))
+                .cloned(),
+        );
+        let mut registered = Vec::new();
+        for name in names {
             let schema = match catalog.schema(name.module()) {
                 Some(s) => s,
                 None => {
@@ -113,14 +144,22 @@ impl SiltSession {
                     s
                 }
             };
-            schema.register_table(
-                name.name().to_string(),
-                Arc::new(SiltTable::new(Arc::new(table.clone()))),
-            )?;
+            let files = index.tables.get(&name).map(|t| Arc::new(t.clone()));
+            let table = match tails.remove(&name) {
+                Some(tail) if !tail.is_empty() => SiltTable::with_tail(name.clone(), files, tail),
+                _ => match files {
+                    Some(f) => SiltTable::new(f),
+                    None => continue,
+                },
+            };
+            schema.register_table(name.name().to_string(), Arc::new(table))?;
+            registered.push(name);
         }
+        registered.sort();
         Ok(Self {
             ctx,
-            index: Arc::new(index),
+            index,
+            tables: registered,
             allow_write: false,
         })
     }
@@ -166,9 +205,9 @@ impl SiltSession {
         &self.ctx
     }
 
-    /// The tables found when the session was opened.
+    /// The tables found when the session was opened (with those only in memory).
     pub fn tables(&self) -> Vec<TableName> {
-        self.index.tables.keys().cloned().collect()
+        self.tables.clone()
     }
 
     /// The lake as it was read.
@@ -225,6 +264,37 @@ impl SiltSession {
         let rows = w.rows();
         w.finish()?;
         Ok((rows, ScanStats::collect(&log.notes(), &plan)))
+    }
+
+    /// The schema of `sql`'s result (as [`SiltSession::query`] would name its columns), planned
+    /// but not run.
+    pub async fn schema_of(&self, sql: &str) -> anyhow::Result<SchemaRef> {
+        let (ctx, _) = self.query_context();
+        let plan = self.plan(&ctx, sql).await?.create_physical_plan().await?;
+        Ok(display_schema(&plan.schema()))
+    }
+
+    /// Runs `sql` and streams its batches as they are computed (for servers).
+    pub async fn query_stream(
+        &self,
+        sql: &str,
+    ) -> anyhow::Result<(
+        SchemaRef,
+        futures::stream::BoxStream<'static, anyhow::Result<RecordBatch>>,
+    )> {
+        let (ctx, _) = self.query_context();
+        let df = self.plan(&ctx, sql).await?;
+        let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
+        let schema = display_schema(&plan.schema());
+        let stream = datafusion::physical_plan::execute_stream(plan, ctx.task_ctx())?;
+        let s2 = schema.clone();
+        let out = stream
+            .map(move |b| {
+                let b = b?;
+                Ok(RecordBatch::try_new(s2.clone(), b.columns().to_vec())?)
+            })
+            .boxed();
+        Ok((schema, out))
     }
 
     /// The physical plan of `sql` after optimization, as text (`EXPLAIN` without running).
