@@ -1,0 +1,136 @@
+//! silt-flight: the Arrow Flight SQL server of `silt serve`, over an abstract [`QueryEngine`]
+//! (DataFusion over the lake, provided by the caller). Clients speak Flight SQL (ADBC, JDBC,
+//! `arrow-flight`'s own client); every answer is Arrow, streamed batch by batch:
+//!
+//! ```text
+//!   client ──gRPC──> TokenCheck ──> FlightSqlServer ──plan_schema/execute/tables──> QueryEngine
+//!                    (bearer        (tickets carry          │
+//!                     token)         the SQL; metadata)     │
+//!         <── FlightData ── FlightDataEncoder <── batches ──┘  (pulled as the client reads)
+//! ```
+//!
+//! - [`auth`]: the bearer-token check run before every call, and the Handshake answer;
+//! - [`handle`]: statement tickets and prepared-statement handles; both carry the SQL itself, so
+//!   the server keeps no per-client state and a handle never expires;
+//! - [`metadata`]: SqlInfo (server name `silt`, version, read-only), catalogs, schemas, tables
+//!   and table types built from [`QueryEngine::tables`];
+//! - [`service`]: the [`arrow_flight::sql::server::FlightSqlService`] implementation: queries,
+//!   prepared statements, catalog calls, and the refusals of everything that writes;
+//! - [`serve`] (here): puts the service behind the interceptor on a listener until shutdown.
+//!
+//! The server is read-only: updates, ingestion, Substrait plans and transactions are refused.
+//! Touches the listener it is given and whatever the engine touches; nothing else.
+
+pub mod auth;
+pub mod handle;
+pub mod metadata;
+pub mod service;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use arrow_flight::flight_service_server::FlightServiceServer;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+
+pub use auth::TokenCheck;
+pub use service::FlightSqlServer;
+
+/// The query engine behind the server. Every error is a message meant for the client; the
+/// server sends it back as `invalid_argument`.
+#[async_trait::async_trait]
+pub trait QueryEngine: Send + Sync + 'static {
+    /// Plans `sql` (without running it) and returns the schema of its result. Errors are the
+    /// engine's message (e.g. "queries are read-only: ...").
+    async fn plan_schema(&self, sql: &str) -> Result<SchemaRef, String>;
+    /// Runs `sql` and streams its batches.
+    async fn execute(
+        &self,
+        sql: &str,
+    ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String>;
+    /// Tables as (catalog, schema, table, arrow schema) for GetCatalogs/GetDbSchemas/GetTables.
+    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String>;
+}
+
+/// How the server runs. Its `Debug` does not show the token.
+#[derive(Clone)]
+pub struct FlightConfig {
+    /// When `Some`, every call must carry `authorization: Bearer <token>` (or, for clients that
+    /// only know user and password, `authorization: Basic` with the token as the password).
+    pub token: Option<String>,
+    /// The largest gRPC message accepted or sent. Result batches are cut into messages of at
+    /// most half of this (and at most 2 MiB, what every client accepts by default); one row
+    /// larger than that still goes out whole.
+    pub max_message_bytes: usize,
+}
+
+impl FlightConfig {
+    /// The default for [`FlightConfig::max_message_bytes`]: 16 MiB.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
+}
+
+impl std::fmt::Debug for FlightConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlightConfig")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_message_bytes", &self.max_message_bytes)
+            .finish()
+    }
+}
+
+impl Default for FlightConfig {
+    fn default() -> Self {
+        FlightConfig {
+            token: None,
+            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// The tonic service [`serve`] runs: the Flight SQL service behind the token check. Exposed so
+/// a caller can mount it on a tonic server of its own (next to other services).
+pub type FlightSqlGrpc = InterceptedService<FlightServiceServer<FlightSqlServer>, TokenCheck>;
+
+/// Builds the service [`serve`] runs, for callers that build their own tonic server.
+pub fn flight_service(engine: Arc<dyn QueryEngine>, cfg: &FlightConfig) -> FlightSqlGrpc {
+    let server = FlightServiceServer::new(FlightSqlServer::new(engine, cfg))
+        .max_decoding_message_size(cfg.max_message_bytes)
+        .max_encoding_message_size(cfg.max_message_bytes);
+    InterceptedService::new(server, TokenCheck::new(cfg.token.clone()))
+}
+
+/// Serves Flight SQL on `listener` until `shutdown` resolves; calls in flight when it resolves
+/// are finished first.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Arc<dyn QueryEngine>,
+    cfg: FlightConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr().ok();
+    let incoming = TcpListenerStream::new(listener).then(|conn| async move {
+        match &conn {
+            // Small answers (metadata, errors) should not wait for Nagle.
+            Ok(stream) => drop(stream.set_nodelay(true)),
+            // tonic skips failed accepts; pause so running out of file descriptors does not
+            // spin.
+            Err(e) => {
+                tracing::warn!(error = %e, "Flight SQL: cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        conn
+    });
+    tracing::info!(?addr, auth = cfg.token.is_some(), "serving Flight SQL");
+    tonic::transport::Server::builder()
+        .add_service(flight_service(engine, &cfg))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .map_err(|e| anyhow::anyhow!("Flight SQL server on {addr:?} failed: {e}"))
+}
