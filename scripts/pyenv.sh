@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates (first run) or reuses the private Python virtualenv that tests and benchmarks use for
-# DuckDB and pyarrow, installed from PyPI with pip. Idempotent and quiet: pip's output goes to
+# DuckDB and pyarrow, and the real clients of `silt serve`'s tests (fluent-logger and msgpack for
+# the Forward protocol, the ADBC Flight SQL driver), installed from PyPI with pip. Idempotent and quiet: pip's output goes to
 # stderr only when something is installed; stdout is exactly the venv's python path, so callers
 # can do `PY="$(scripts/pyenv.sh)"`.
 #
@@ -10,9 +11,11 @@ set -euo pipefail
 
 VENV="${SILT_VENV:-$HOME/.cache/silt-venv}"
 PY="$VENV/bin/python"
-PKGS=(duckdb pyarrow)
+PKGS=(duckdb pyarrow fluent-logger msgpack adbc-driver-flightsql adbc-driver-manager)
 
-ready() { [ -x "$PY" ] && "$PY" -c 'import duckdb, pyarrow' >/dev/null 2>&1; }
+ready() {
+  [ -x "$PY" ] && "$PY" -c 'import duckdb, pyarrow, fluent.sender, msgpack, adbc_driver_flightsql.dbapi' >/dev/null 2>&1
+}
 
 if ! ready; then
   mkdir -p "$(dirname "$VENV")"
@@ -24,7 +27,7 @@ if ! ready; then
       "${PYTHON:-python3}" -m venv "$VENV" >&2
     fi
     "$PY" -m pip install --quiet --disable-pip-version-check --upgrade "${PKGS[@]}" >&2
-    ready || { echo "pyenv.sh: duckdb/pyarrow still not importable in $VENV" >&2; exit 1; }
+    ready || { echo "pyenv.sh: ${PKGS[*]} still not importable in $VENV" >&2; exit 1; }
   fi
 fi
 echo "$PY"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit, corpus and SQL golden tests, then the cross-checks against
-# DuckDB (installed into a private virtualenv from PyPI by scripts/pyenv.sh). tshark and chromium
+# DuckDB (installed into a private virtualenv from PyPI by scripts/pyenv.sh, with the Python
+# clients the serve tests drive: fluent-logger, the ADBC Flight SQL driver; Go's
+# fluent-logger-golang comes from the Go module proxy). tshark and chromium
 # (independent references for PCAP counts and report rendering) come from scripts/apt-deps.sh.
 # Real test data is read from ../shared/corpus (or $SILT_CORPUS); tests skip with a message
 # when it is absent.
@@ -16,10 +18,13 @@ echo "== formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 
+echo "== Python clients and DuckDB (scripts/pyenv.sh)"
+PY="$(scripts/pyenv.sh)"
+export SILT_PYTHON="$PY"
+
 echo "== cargo test"
 cargo test --workspace
 
 echo "== cross-checks with DuckDB"
-PY="$(scripts/pyenv.sh)"
 cargo build -p silt
 SILT="$CARGO_TARGET_DIR/debug/silt" "$PY" tests/crosscheck.py

@@ -54,6 +54,20 @@ directories by itself. cidr_contains(cidr, addr) tests subnet membership: \
 WHERE cidr_contains('10.0.0.0/8', id.orig_h)."
     )]
     Query(QueryArgs),
+    /// Run a server: streaming ingest (HTTP, fluentd Forward) into a lake through a write-ahead
+    /// log, and SQL over the lake and the events of the last second (HTTP, Flight SQL).
+    #[command(after_help = "Examples:\n  silt serve --lake ./lake\n  \
+silt serve --lake ./lake --forward 127.0.0.1:24224 --route 'docker.**=docker.nginx' --parse-field docker.nginx:log=access\n  \
+silt serve --lake ./lake --http 0.0.0.0:8080 --token-file /etc/silt/token --flight 127.0.0.1:8815\n  \
+silt serve --lake ./lake --tail '/opt/zeek/logs/current/*.log' --tail /var/log/suricata/eve.json\n\n\
+curl -s 127.0.0.1:8080/v1/ingest/app.events -H 'Content-Type: application/x-ndjson' --data-binary @events.ndjson\n  \
+curl -s 127.0.0.1:8080/v1/query -d 'SELECT count(*) FROM app.events'\n  \
+silt query --server http://127.0.0.1:8080 \"SELECT count(*) FROM docker.nginx\"\n\n\
+An event is acknowledged (HTTP 200, Forward ack) only once it is in the fsynced write-ahead log \
+(<lake>/_silt/serve/wal/); it is queryable at once and reaches the lake's files within --flush-age. \
+Ctrl-C or SIGTERM drains: every acknowledged event is written before the server exits; after a crash the \
+next start replays the log (docs/serve.md).")]
+    Serve(ServeArgs),
     /// List the tables of a lake: rows, files, bytes, first and last event time.
     Tables(TablesArgs),
     /// Show what is inside a Parquet or Feather file: row groups, column chunks, encodings, statistics.
@@ -325,8 +339,15 @@ pub enum OutputFormat {
 #[derive(Args, Debug)]
 pub struct QueryArgs {
     /// Lake directory.
+    #[arg(long, required_unless_present = "server", conflicts_with = "server")]
+    pub lake: Option<PathBuf>,
+    /// Ask a running `silt serve` instead of reading a lake (http://HOST:PORT); the query sees
+    /// the events it acknowledged a moment ago. --token-file when the server has a token.
     #[arg(long)]
-    pub lake: PathBuf,
+    pub server: Option<String>,
+    /// File holding the server's bearer token (with --server).
+    #[arg(long, requires = "server")]
+    pub token_file: Option<PathBuf>,
     /// Output format (parquet needs -o).
     #[arg(long, value_enum, default_value = "table")]
     pub format: OutputFormat,
@@ -342,6 +363,68 @@ pub struct QueryArgs {
     pub allow_write: bool,
     /// The SQL statement.
     pub sql: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Lake directory (created if missing).
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// HTTP API address (ingest, query, /health, /metrics); `none` for no HTTP.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http: String,
+    /// fluentd Forward protocol address (TCP, and the UDP heartbeat on the same port).
+    #[arg(long)]
+    pub forward: Option<std::net::SocketAddr>,
+    /// Arrow Flight SQL address.
+    #[arg(long)]
+    pub flight: Option<std::net::SocketAddr>,
+    /// syslog listener: udp://HOST:PORT or tcp://HOST:PORT (RFC 6587 octet counting or
+    /// newline framing), optionally =TABLE (default syslog.messages); repeatable.
+    #[arg(long = "syslog", value_name = "udp|tcp://HOST:PORT[=TABLE]")]
+    pub syslogs: Vec<String>,
+    /// Follow files: [FORMAT:]GLOB (e.g. '/opt/zeek/logs/current/*.log',
+    /// suricata:/var/log/suricata/eve.json); new files, rotation by rename and copytruncate,
+    /// Zeek header blocks; read positions are kept with the data (repeatable).
+    #[arg(long = "tail", value_name = "[FORMAT:]GLOB")]
+    pub tails: Vec<String>,
+    /// Forward tag -> table, PATTERN=TABLE with fluentd's patterns (`*` one part, `**` any
+    /// parts, `{a,b}`); the first match wins (repeatable).
+    #[arg(long = "route", value_name = "PATTERN=TABLE")]
+    pub routes: Vec<String>,
+    /// Parse a text field of a table's records into typed columns, TABLE:FIELD=FORMAT (e.g.
+    /// docker.nginx:log=access; FORMAT as in --log-format); repeatable.
+    #[arg(long = "parse-field", value_name = "TABLE:FIELD=FORMAT")]
+    pub parse_fields: Vec<String>,
+    /// Keep the parsed field's original text next to the parsed columns.
+    #[arg(long)]
+    pub keep_field: bool,
+    /// File holding the bearer token required by the HTTP and Flight APIs.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// File holding the Forward protocol's shared key (HELO/PING/PONG handshake).
+    #[arg(long)]
+    pub forward_shared_key_file: Option<PathBuf>,
+    /// Allow listening on a non-loopback address without a token (or Forward without a key).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Write buffered events to the lake once the oldest is this old.
+    #[arg(long, default_value = "60s", value_parser = crate::units::parse_duration)]
+    pub flush_age: std::time::Duration,
+    /// ... or once they take this much memory.
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+    pub flush_size: usize,
+    /// Largest ingest request body (and its decompressed form).
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+    pub max_body: usize,
+    /// A query running longer is stopped.
+    #[arg(long, default_value = "300s", value_parser = crate::units::parse_duration)]
+    pub query_timeout: std::time::Duration,
+    /// Memory a query's sorts, joins and aggregations may hold (default: no limit).
+    #[arg(long, value_parser = parse_bytes)]
+    pub query_memory: Option<usize>,
+    #[command(flatten)]
+    pub write: WriteOpts,
 }
 
 #[derive(Args, Debug)]

@@ -32,9 +32,48 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
     Ok(v as usize)
 }
 
+/// Parses a duration: `250ms`, `60s`, `10m`, `1h`, `1.5s`, or bare seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: use e.g. 250ms, 60s, 10m, 1h"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1e3,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?} in {s:?}: use ms, s, m, h or d"
+            ))
+        }
+    };
+    if !(0.0..1e9).contains(&secs) {
+        return Err(format!("duration {s:?} is out of range"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("5 fortnights").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
 
     #[test]
     fn sizes() {

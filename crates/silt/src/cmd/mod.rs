@@ -8,6 +8,7 @@ pub mod generate;
 pub mod import;
 pub mod inspect;
 pub mod query;
+pub mod serve;
 pub mod tables;
 
 use crate::cli::{Cli, Command};
@@ -17,6 +18,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Import(a) => import::run(a),
         Command::Query(a) => query::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Tables(a) => tables::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Demo(a) => demo::run(a),

@@ -22,16 +22,20 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     if format == OutputFormat::Parquet && a.output.is_none() && std::io::stdout().is_terminal() {
         anyhow::bail!("--format parquet writes binary data: give a file with -o result.parquet");
     }
-    if !a.lake.is_dir() {
+    if let Some(server) = &a.server {
+        return remote(&a, server, format);
+    }
+    let lake = a.lake.clone().expect("clap requires --lake or --server");
+    if !lake.is_dir() {
         anyhow::bail!(
             "lake {} does not exist: import logs first (silt import ... --lake {})",
-            a.lake.display(),
-            a.lake.display()
+            lake.display(),
+            lake.display()
         );
     }
     let rt = silt_query::runtime()?;
     let session = rt
-        .block_on(silt_query::open(&a.lake))?
+        .block_on(silt_query::open(&lake))?
         .allow_write(a.allow_write);
     for w in session.warnings() {
         eprintln!("warning: {w}");
@@ -89,6 +93,89 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     let _ = rows;
     if a.stats {
         eprintln!("{stats}");
+    }
+    Ok(0)
+}
+
+/// `--server`: the query runs on a `silt serve` (its `/v1/query`, Arrow IPC on the wire), and
+/// the rows are printed here with the same writers as a local query, so every output format
+/// looks the same.
+fn remote(a: &QueryArgs, server: &str, format: OutputFormat) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        !a.allow_write,
+        "--allow-write does not apply to --server: a server's queries are always read-only"
+    );
+    anyhow::ensure!(
+        !a.stats,
+        "--stats is not available with --server yet (the server reports scan statistics in /metrics)"
+    );
+    let base = server.trim_end_matches('/');
+    anyhow::ensure!(
+        base.starts_with("http://"),
+        "--server {server:?}: give the server's HTTP address, e.g. http://127.0.0.1:8080"
+    );
+    let url = format!("{base}/v1/query?format=arrow");
+    let token = a
+        .token_file
+        .as_deref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read the token file {}", p.display()))
+                .map(|s| s.trim().to_string())
+        })
+        .transpose()?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = agent.post(&url).header("Content-Type", "application/sql");
+    if let Some(t) = &token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    let resp = req
+        .send(a.sql.as_bytes())
+        .with_context(|| format!("cannot reach {base} (is silt serve running there?)"))?;
+    let status = resp.status();
+    let mut body = resp.into_body();
+    let bytes = body
+        .with_config()
+        .limit(u64::MAX)
+        .read_to_vec()
+        .context("reading the server's answer")?;
+    if !status.is_success() {
+        let msg = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+        anyhow::bail!("{base} answered {status}: {msg}");
+    }
+    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
+        .context("the server's answer is not an Arrow IPC stream")?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    let write =
+        |out: &mut dyn Write| silt_query::write_results_with_schema(&schema, &batches, format, out);
+    match &a.output {
+        Some(path) => {
+            let tmp = path.with_extension("silt-tmp");
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(&tmp)
+                    .with_context(|| format!("cannot create {}", tmp.display()))?,
+            );
+            write(&mut f)?;
+            f.flush()?;
+            drop(f);
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            eprintln!("{rows} rows written to {}", path.display());
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            write(&mut out)?;
+            out.flush()?;
+        }
     }
     Ok(0)
 }

@@ -1,0 +1,66 @@
+//! The Arrow Flight SQL front end: `silt_flight`'s server over the same read-only queries as
+//! `/v1/query` (the lake and the rows in memory, one snapshot per statement).
+//!
+//! Touches nothing: queries read through `silt_query`.
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+
+use crate::Shared;
+
+/// See the module documentation.
+pub struct Engine(pub Arc<Shared>);
+
+impl Engine {
+    fn session(&self) -> Result<silt_query::SiltSession, String> {
+        let snap = self.0.live.snapshot();
+        silt_query::SiltSession::live(snap.index, snap.tails, self.0.cfg.query_memory)
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+#[async_trait::async_trait]
+impl silt_flight::QueryEngine for Engine {
+    async fn plan_schema(&self, sql: &str) -> Result<SchemaRef, String> {
+        self.session()?
+            .schema_of(sql)
+            .await
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    async fn execute(
+        &self,
+        sql: &str,
+    ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
+        let (_, stream) = self
+            .session()?
+            .query_stream(sql)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(stream.map(|b| b.map_err(|e| format!("{e:#}"))).boxed())
+    }
+
+    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String> {
+        let s = self.session()?;
+        let mut out = Vec::new();
+        for t in s.tables() {
+            let schema = s
+                .context()
+                .table_provider(format!("{}.{}", t.module(), t.name()).as_str())
+                .await
+                .map_err(|e| e.to_string())?
+                .schema();
+            out.push((
+                "datafusion".to_string(),
+                t.module().to_string(),
+                t.name().to_string(),
+                schema,
+            ));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,332 @@
+//! From the write-ahead log to the lake: the `silt-serve-ingest` thread decodes each durable
+//! record with its format's decoder (the same registry and decoders as `silt import`), runs the
+//! table's transforms (`--parse-field` of a route), and makes the rows queryable at once
+//! ([`crate::live::Live::push`]); the `silt-serve-flush` thread writes them to the lake.
+//!
+//! Rows are grouped in generations. A generation is sealed when its rows reach the flush size or
+//! its oldest row the flush age (`--flush-age`), or when the server stops; the flusher then writes
+//! it with a [`LakeWriter`] (same partitioning, sorting, encodings and atomic publish as an
+//! import) under an import-record journal (`silt_lake::imports`), and records the last log record
+//! it holds (`wal_upto`) in the same line that marks the flush done. A crash before that line
+//! leaves a journal that the next start removes with its files, and the log is replayed from the
+//! last recorded flush: every acknowledged event ends up in the lake once.
+//!
+//! A flush that fails (a full disk, a table that cannot be written) is retried with backoff; its
+//! rows stay queryable in memory and its log records stay on disk meanwhile, and `/health` says
+//! what is wrong. Memory: at most one generation is being flushed while the next fills; when the
+//! flusher falls behind, this thread waits, the log's queue fills, and sources push back.
+//!
+//! Touches the lake (data files, rejects, `_silt/imports/`) through `silt_lake`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use silt_core::{Emit, FormatOptions, Reject, SourceInfo, TableName, Transform};
+use silt_lake::imports::ImportLog;
+use silt_lake::publish::DirectoryPublisher;
+use silt_lake::{LakeWriter, WriterConfig};
+
+use crate::live::Live;
+use crate::wal::{Janitor, Record};
+
+/// Settings of the ingest and flush threads.
+pub struct IngestConfig {
+    pub lake: PathBuf,
+    pub writer: WriterConfig,
+    pub options: FormatOptions,
+    /// Transforms per table (a route's `--parse-field`).
+    pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
+    pub flush_age: Duration,
+    /// In-memory bytes of a generation that seal it.
+    pub flush_bytes: usize,
+}
+
+/// Counters for `/metrics` and `/health`.
+#[derive(Debug, Default)]
+pub struct IngestStats {
+    pub records: AtomicU64,
+    pub events: AtomicU64,
+    pub rejects: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_failures: AtomicU64,
+    pub files: AtomicU64,
+    pub rows_flushed: AtomicU64,
+    /// Last log record decoded (visible to queries).
+    pub visible_seq: AtomicU64,
+    /// Last log record in the lake.
+    pub flushed_seq: AtomicU64,
+    /// Bytes of rows in memory.
+    pub memory_bytes: AtomicU64,
+    /// The last flush error, until a flush succeeds.
+    pub last_error: Mutex<Option<String>>,
+}
+
+/// A sealed generation on its way to the lake.
+struct Generation {
+    id: u64,
+    /// Last log record it holds.
+    upto: u64,
+    batches: Vec<(TableName, RecordBatch)>,
+    rejects: Vec<Reject>,
+    bytes: usize,
+}
+
+/// Collects one record's decoder output, naming every batch after the record's table when it
+/// has one.
+struct Collect<'a> {
+    table: Option<&'a TableName>,
+    batches: Vec<(TableName, RecordBatch)>,
+    rejects: Vec<Reject>,
+}
+
+impl Emit for Collect<'_> {
+    fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
+        let t = self.table.unwrap_or(table).clone();
+        self.batches.push((t, batch));
+        Ok(())
+    }
+    fn reject(&mut self, mut reject: Reject) -> anyhow::Result<()> {
+        if let Some(t) = self.table {
+            reject.table = Some(t.clone());
+        }
+        self.rejects.push(reject);
+        Ok(())
+    }
+}
+
+/// Starts both threads. `replayed` are the log records after the last flush (decoded first);
+/// `records` brings the log's new records. Returns the handle to join at shutdown (the threads
+/// end when the log's writer has stopped and everything is flushed).
+pub fn start(
+    cfg: IngestConfig,
+    replayed: Vec<Record>,
+    records: Receiver<Record>,
+    live: Arc<Live>,
+    wal: Janitor,
+    stats: Arc<IngestStats>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let (gen_tx, gen_rx) = std::sync::mpsc::sync_channel::<Generation>(1);
+    let flusher = {
+        let (lake, writer, live, stats) = (
+            cfg.lake.clone(),
+            cfg.writer.clone(),
+            live.clone(),
+            stats.clone(),
+        );
+        std::thread::Builder::new()
+            .name("silt-serve-flush".into())
+            .spawn(move || flush_loop(gen_rx, lake, writer, live, wal, stats))?
+    };
+    let handle = std::thread::Builder::new()
+        .name("silt-serve-ingest".into())
+        .spawn(move || {
+            let mut ing = Ingest {
+                cfg,
+                live,
+                stats,
+                gen: Generation {
+                    id: 1,
+                    upto: 0,
+                    batches: Vec::new(),
+                    rejects: Vec::new(),
+                    bytes: 0,
+                },
+                started: None,
+                gen_tx,
+            };
+            for r in replayed {
+                ing.record(r);
+            }
+            loop {
+                match records.recv_timeout(Duration::from_millis(100)) {
+                    Ok(r) => ing.record(r),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                ing.maybe_seal(false);
+            }
+            ing.maybe_seal(true);
+            drop(ing);
+            let _ = flusher.join();
+        })?;
+    Ok(handle)
+}
+
+struct Ingest {
+    cfg: IngestConfig,
+    live: Arc<Live>,
+    stats: Arc<IngestStats>,
+    gen: Generation,
+    /// When the current generation got its first record.
+    started: Option<Instant>,
+    gen_tx: SyncSender<Generation>,
+}
+
+impl Ingest {
+    fn record(&mut self, r: Record) {
+        let table = r.entry.table.as_deref().and_then(TableName::parse);
+        let mut out = Collect {
+            table: table.as_ref(),
+            batches: Vec::new(),
+            rejects: Vec::new(),
+        };
+        // Entries of followed files carry their path: the decoder may name the table after it.
+        let info = if r.entry.source.starts_with('/') {
+            SourceInfo::from_path(std::path::Path::new(&r.entry.source))
+        } else {
+            SourceInfo {
+                display: r.entry.source.clone(),
+                file_name: None,
+            }
+        };
+        let decoded = silt_ingest::registry::require(&r.entry.format)
+            .and_then(|spec| (spec.open)(&self.cfg.options, &info))
+            .and_then(|mut d| {
+                d.feed(&r.entry.body, &mut out)?;
+                d.finish(&mut out)
+            });
+        if let Err(e) = decoded {
+            out.rejects.push(silt_ingest::source::whole_input_reject(
+                &info.display,
+                format!("log record {}: stopped decoding: {e:#}", r.seq),
+            ));
+        }
+        self.started.get_or_insert_with(Instant::now);
+        self.stats.records.fetch_add(1, Ordering::Relaxed);
+        for (t, b) in out.batches {
+            let b = match self.cfg.transforms.get_mut(&t) {
+                Some(ts) => match silt_core::transform::apply_all(ts, &t, b) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::error!("{t}: transform failed: {e:#}");
+                        continue;
+                    }
+                },
+                None => b,
+            };
+            if b.num_rows() == 0 {
+                continue;
+            }
+            let bytes = b.get_array_memory_size();
+            self.gen.bytes += bytes;
+            self.stats
+                .memory_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            self.stats
+                .events
+                .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+            self.live.push(self.gen.id, &t, b.clone());
+            self.gen.batches.push((t, b));
+        }
+        self.stats
+            .rejects
+            .fetch_add(out.rejects.len() as u64, Ordering::Relaxed);
+        self.gen.rejects.extend(out.rejects);
+        self.gen.upto = r.seq;
+        self.stats.visible_seq.store(r.seq, Ordering::Relaxed);
+    }
+
+    /// Seals the generation when it is due (or `now`, at shutdown) and hands it to the flusher
+    /// (waiting while the flusher is busy with the previous one).
+    fn maybe_seal(&mut self, now: bool) {
+        let Some(started) = self.started else {
+            return;
+        };
+        let due = now
+            || self.gen.bytes >= self.cfg.flush_bytes
+            || started.elapsed() >= self.cfg.flush_age;
+        if !due {
+            return;
+        }
+        let next = Generation {
+            id: self.gen.id + 1,
+            upto: self.gen.upto,
+            batches: Vec::new(),
+            rejects: Vec::new(),
+            bytes: 0,
+        };
+        let sealed = std::mem::replace(&mut self.gen, next);
+        self.started = None;
+        if self.gen_tx.send(sealed).is_err() {
+            tracing::error!("the flush thread has stopped");
+        }
+    }
+}
+
+fn flush_loop(
+    rx: Receiver<Generation>,
+    lake: PathBuf,
+    writer: WriterConfig,
+    live: Arc<Live>,
+    wal: Janitor,
+    stats: Arc<IngestStats>,
+) {
+    for gen in rx {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            match flush(&gen, &lake, &writer, &live) {
+                Ok((files, rows)) => {
+                    stats.flushes.fetch_add(1, Ordering::Relaxed);
+                    stats.files.fetch_add(files, Ordering::Relaxed);
+                    stats.rows_flushed.fetch_add(rows, Ordering::Relaxed);
+                    stats.flushed_seq.store(gen.upto, Ordering::Relaxed);
+                    stats
+                        .memory_bytes
+                        .fetch_sub(gen.bytes as u64, Ordering::Relaxed);
+                    *stats.last_error.lock().expect("not poisoned") = None;
+                    if let Err(e) = wal.release(gen.upto) {
+                        tracing::warn!("write-ahead log cleanup: {e:#}");
+                    }
+                    break;
+                }
+                Err(e) => {
+                    stats.flush_failures.fetch_add(1, Ordering::Relaxed);
+                    let msg = format!("flush of log records up to {} failed: {e:#}", gen.upto);
+                    tracing::error!("{msg}; retrying in {delay:?} (the rows stay in the log)");
+                    *stats.last_error.lock().expect("not poisoned") = Some(msg);
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+}
+
+/// Writes one generation; returns the files and rows published.
+fn flush(
+    gen: &Generation,
+    lake: &std::path::Path,
+    cfg: &WriterConfig,
+    live: &Live,
+) -> anyhow::Result<(u64, u64)> {
+    let log = ImportLog::open(lake)?;
+    // A failed earlier attempt left a journal: its files go before this one writes.
+    log.recover()?;
+    let run = log.begin()?;
+    let mut w = LakeWriter::new(lake, cfg.clone())?
+        .with_publisher(run.publisher(Box::new(DirectoryPublisher))?);
+    for (t, b) in &gen.batches {
+        w.batch(t, b.clone())?;
+    }
+    for r in &gen.rejects {
+        w.reject(r.clone())?;
+    }
+    let summary = w.finish()?;
+    if let Some((t, s)) = summary.tables.iter().find(|(_, s)| s.error.is_some()) {
+        anyhow::bail!(
+            "table {t}: {}",
+            s.error.as_deref().unwrap_or("could not be written")
+        );
+    }
+    let paths: Vec<PathBuf> = summary.files.iter().map(|f| f.path.clone()).collect();
+    let index = live.index().with_files(&paths)?;
+    run.finish_with(vec![], &summary.files, Some(gen.upto))?;
+    live.published(gen.id, index);
+    let rows = summary.files.iter().map(|f| f.rows).sum();
+    Ok((summary.files.len() as u64, rows))
+}

@@ -1,0 +1,479 @@
+//! silt-serve: `silt serve`, streaming ingest into the lake with durable acknowledgements and a
+//! query API that sees events a moment after they are acknowledged.
+//!
+//! ```text
+//!  sources ──append──> write-ahead log ──records──> ingest thread ──rows──> Live (memory) ──┐
+//!  (HTTP, Forward)      (group commit,   (in order)  (decoders of the      │ seal          │ queries:
+//!     ▲                  fsync)                       registry, routes'    ▼               │ lake files
+//!     └── ack once durable ┘                          transforms)        flush thread ──> lake ∪ memory
+//! ```
+//!
+//! - [`wal`]: the write-ahead log (group commit, replay, cleanup, chunk ids);
+//! - [`ingest`]: decoding log records into rows and flushing generations to the lake (journaled,
+//!   with the log position recorded, so a restart replays exactly what is not in the lake);
+//! - [`live`]: the lake index and the rows in memory, swapped atomically at each flush;
+//! - [`http`]: the HTTP API (ingest, query, health, metrics);
+//! - [`forward`]: the fluentd Forward front end (protocol in `silt_forward`), with [`route`]
+//!   choosing each tag's table;
+//! - [`flight`]: the Arrow Flight SQL front end (server in `silt_flight`);
+//! - [`syslog`]: the `--syslog` front end (UDP, TCP with both RFC 6587 framings);
+//! - [`tail`]: the `--tail` front end (files followed by `silt_tail`, positions checkpointed in
+//!   the log itself);
+//! - [`metrics`]: the Prometheus exposition.
+//!
+//! [`Server::start`] recovers (removes files of interrupted flushes, replays the log), starts
+//! the threads and listeners; [`Server::shutdown`] drains: listeners stop, everything logged is
+//! decoded and flushed, and the threads end.
+//!
+//! Touches the lake directory (data, `_rejects/`, `_silt/imports/`, `_silt/serve/`) and the
+//! sockets it is told to listen on.
+
+pub mod flight;
+pub mod forward;
+pub mod http;
+pub mod ingest;
+pub mod live;
+pub mod metrics;
+pub mod route;
+pub mod syslog;
+pub mod tail;
+pub mod wal;
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use silt_core::{FormatOptions, TableName, Transform};
+use silt_lake::WriterConfig;
+use silt_query::lake::LakeIndex;
+
+use crate::ingest::IngestStats;
+use crate::live::Live;
+use crate::metrics::ServerMetrics;
+use crate::wal::{Wal, WalConfig};
+
+/// Where serve keeps its own files, below the lake root.
+pub const SERVE_DIR: &str = "_silt/serve";
+
+/// Everything `silt serve` is configured with.
+pub struct ServeConfig {
+    pub lake: PathBuf,
+    /// HTTP API address (`None`: no HTTP).
+    pub http: Option<SocketAddr>,
+    /// fluentd Forward address (TCP, and the UDP heartbeat on the same port).
+    pub forward: Option<SocketAddr>,
+    /// Forward protocol settings (shared key, users, limits).
+    pub forward_cfg: silt_forward::ForwardConfig,
+    /// Tag -> table routes for Forward.
+    pub routes: Vec<route::Route>,
+    /// Arrow Flight SQL address.
+    pub flight: Option<SocketAddr>,
+    /// Files to follow.
+    pub tails: Vec<tail::TailSpec>,
+    /// syslog listeners.
+    pub syslogs: Vec<syslog::SyslogSpec>,
+    /// Bearer token for the APIs.
+    pub token: Option<String>,
+    /// Allow binding a non-loopback address without a token.
+    pub insecure: bool,
+    pub writer: WriterConfig,
+    pub options: FormatOptions,
+    /// Transforms per table (routes' `--parse-field`).
+    pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
+    pub flush_age: Duration,
+    pub flush_bytes: usize,
+    /// Rows in memory beyond which HTTP ingest answers 503.
+    pub memory_bytes: usize,
+    pub wal_retain: Duration,
+    /// Appends waiting for the log's writer at most.
+    pub wal_queue: usize,
+    pub max_body: usize,
+    pub query_timeout: Duration,
+    pub query_memory: Option<usize>,
+}
+
+impl ServeConfig {
+    /// Defaults for `lake`: HTTP on 127.0.0.1:8080, flush after 60 s or 64 MiB of rows.
+    pub fn new(lake: PathBuf) -> Self {
+        Self {
+            lake,
+            http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            forward: None,
+            forward_cfg: silt_forward::ForwardConfig::default(),
+            routes: Vec::new(),
+            flight: None,
+            tails: Vec::new(),
+            syslogs: Vec::new(),
+            token: None,
+            insecure: false,
+            writer: WriterConfig::default(),
+            options: FormatOptions::default(),
+            transforms: HashMap::new(),
+            flush_age: Duration::from_secs(60),
+            flush_bytes: 64 << 20,
+            memory_bytes: 512 << 20,
+            wal_retain: Duration::from_secs(600),
+            wal_queue: 4096,
+            max_body: 64 << 20,
+            query_timeout: Duration::from_secs(300),
+            query_memory: None,
+        }
+    }
+
+    /// Refuses settings that would expose the server without a token.
+    pub fn check(&self) -> anyhow::Result<()> {
+        for a in self.http.iter().chain(self.flight.iter()) {
+            anyhow::ensure!(
+                a.ip().is_loopback() || self.token.is_some() || self.insecure,
+                "refusing to listen on {a} without a token: anyone who can reach it could read the lake and add data; give --token-file FILE, or --insecure to accept that"
+            );
+        }
+        for s in &self.syslogs {
+            anyhow::ensure!(
+                s.addr.ip().is_loopback() || self.insecure,
+                "refusing to take syslog on {} (syslog has no authentication): give --insecure to accept that",
+                s.addr
+            );
+        }
+        for a in self.forward.iter() {
+            anyhow::ensure!(
+                a.ip().is_loopback() || self.forward_cfg.shared_key.is_some() || self.insecure,
+                "refusing to take Forward connections on {a} without a shared key: anyone who can reach it could add data; give --forward-shared-key-file FILE, or --insecure to accept that"
+            );
+        }
+        self.forward_cfg
+            .validate()
+            .map_err(|e| anyhow::anyhow!("Forward settings: {e}"))?;
+        anyhow::ensure!(self.max_body > 0, "--max-body must be positive");
+        Ok(())
+    }
+}
+
+/// What the HTTP handlers (and other front ends) share.
+pub struct Shared {
+    pub cfg: SharedConfig,
+    pub wal: Wal,
+    pub live: Arc<Live>,
+    pub ingest: Arc<IngestStats>,
+    pub forward: Arc<silt_forward::ForwardStats>,
+    pub syslog: Arc<syslog::SyslogStats>,
+    pub metrics: ServerMetrics,
+    pub started: Instant,
+}
+
+/// The part of the configuration the front ends read.
+pub struct SharedConfig {
+    pub token: Option<String>,
+    pub max_body: usize,
+    pub memory_bytes: usize,
+    pub query_timeout: Duration,
+    pub query_memory: Option<usize>,
+}
+
+impl Shared {
+    /// Whether rows waiting for the lake exceed the memory budget (ingest should push back).
+    pub fn behind(&self) -> bool {
+        self.ingest.memory_bytes.load(Ordering::Relaxed) as usize > self.cfg.memory_bytes
+    }
+
+    /// Runs one read-only statement over the lake and the rows in memory.
+    pub async fn run_query(&self, sql: &str) -> anyhow::Result<silt_query::QueryResult> {
+        let snap = self.live.snapshot();
+        let session = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
+        session.query(sql).await
+    }
+}
+
+/// A running server.
+pub struct Server {
+    pub shared: Arc<Shared>,
+    /// Where the HTTP API listens (the port is known once bound).
+    pub http_addr: Option<SocketAddr>,
+    /// Where Forward listens.
+    pub forward_addr: Option<SocketAddr>,
+    /// Where Flight SQL listens.
+    pub flight_addr: Option<SocketAddr>,
+    pub forward_stats: Arc<silt_forward::ForwardStats>,
+    /// What recovery did at start, for the log.
+    pub recovery: Vec<String>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    ingest: Option<std::thread::JoinHandle<()>>,
+    _lock: File,
+}
+
+impl Server {
+    /// Recovers the lake and the log, starts the threads and binds the listeners.
+    pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
+        cfg.check()?;
+        let lake = cfg.lake.clone();
+        std::fs::create_dir_all(lake.join(SERVE_DIR))
+            .with_context(|| format!("cannot create {}", lake.join(SERVE_DIR).display()))?;
+        let lock_path = lake.join(SERVE_DIR).join("lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "another silt serve is running on the lake {} (it holds {}); stop it first",
+                lake.display(),
+                lock_path.display()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()))
+            }
+        }
+        let mut recovery = Vec::new();
+        let log = silt_lake::imports::ImportLog::open(&lake)?;
+        let rec = log.recover()?;
+        if !rec.runs.is_empty() {
+            recovery.push(format!(
+                "removed {} file(s) of {} interrupted flush(es) or import(s); their events are replayed from the log",
+                rec.files,
+                rec.runs.len()
+            ));
+        }
+        let covered = log.wal_covered()?.unwrap_or(0);
+        let wal_dir = lake.join(SERVE_DIR).join("wal");
+        let replayed = {
+            let d = wal_dir.clone();
+            tokio::task::spawn_blocking(move || wal::replay(&d, covered)).await??
+        };
+        recovery.extend(replayed.notes.iter().cloned());
+        if !replayed.records.is_empty() {
+            recovery.push(format!(
+                "replaying {} log record(s) after record {covered} (acknowledged before the last stop, not yet in the lake)",
+                replayed.records.len()
+            ));
+        }
+        let index = {
+            let l = lake.clone();
+            tokio::task::spawn_blocking(move || LakeIndex::scan(&l)).await??
+        };
+        for w in &index.warnings {
+            recovery.push(w.clone());
+        }
+        let live = Arc::new(Live::new(index));
+        let tail_chunks: Vec<String> = replayed
+            .chunks
+            .iter()
+            .filter(|c| c.starts_with("tail:"))
+            .cloned()
+            .collect();
+        let (rec_tx, rec_rx) = std::sync::mpsc::sync_channel(cfg.wal_queue.max(16));
+        let wal = Wal::start(
+            WalConfig {
+                dir: wal_dir,
+                retain: cfg.wal_retain,
+                queue: cfg.wal_queue,
+            },
+            replayed.last_seq + 1,
+            replayed.chunks,
+            rec_tx,
+        )?;
+        let stats = Arc::new(IngestStats::default());
+        stats.flushed_seq.store(covered, Ordering::Relaxed);
+        let ingest = ingest::start(
+            ingest::IngestConfig {
+                lake: lake.clone(),
+                writer: cfg.writer.clone(),
+                options: cfg.options,
+                transforms: cfg.transforms,
+                flush_age: cfg.flush_age,
+                flush_bytes: cfg.flush_bytes,
+            },
+            replayed.records,
+            rec_rx,
+            live.clone(),
+            wal.janitor(),
+            stats.clone(),
+        )?;
+        let shared = Arc::new(Shared {
+            cfg: SharedConfig {
+                token: cfg.token,
+                max_body: cfg.max_body,
+                memory_bytes: cfg.memory_bytes,
+                query_timeout: cfg.query_timeout,
+                query_memory: cfg.query_memory,
+            },
+            wal,
+            live,
+            ingest: stats,
+            forward: Arc::new(silt_forward::ForwardStats::new()),
+            syslog: Arc::new(syslog::SyslogStats::default()),
+            metrics: ServerMetrics::default(),
+            started: Instant::now(),
+        });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut tasks = Vec::new();
+        let mut http_addr = None;
+        if let Some(addr) = cfg.http {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--http)"))?;
+            http_addr = Some(listener.local_addr()?);
+            let app = http::router(shared.clone());
+            let mut stopped = stopped.clone();
+            tasks.push(tokio::spawn(async move {
+                let r = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await;
+                if let Err(e) = r {
+                    tracing::error!("HTTP server: {e}");
+                }
+            }));
+        }
+        let forward_stats = shared.forward.clone();
+        let mut forward_addr = None;
+        if let Some(addr) = cfg.forward {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--forward)"))?;
+            let bound = listener.local_addr()?;
+            forward_addr = Some(bound);
+            let udp = tokio::net::UdpSocket::bind(bound)
+                .await
+                .with_context(|| format!("cannot bind the UDP heartbeat on {bound} (--forward)"))?;
+            let sink: Arc<dyn silt_forward::ForwardSink> = Arc::new(forward::LogSink {
+                shared: shared.clone(),
+                routes: Arc::new(cfg.routes.clone()),
+            });
+            let fcfg = Arc::new(cfg.forward_cfg.clone());
+            let (st, mut s1, mut s2) = (forward_stats.clone(), stopped.clone(), stopped.clone());
+            tasks.push(tokio::spawn(async move {
+                let r = silt_forward::serve(listener, fcfg, sink, st, async move {
+                    let _ = s1.wait_for(|s| *s).await;
+                })
+                .await;
+                if let Err(e) = r {
+                    tracing::error!("Forward server: {e}");
+                }
+            }));
+            let st = forward_stats.clone();
+            tasks.push(tokio::spawn(async move {
+                let r = silt_forward::serve_heartbeat_counted(
+                    udp,
+                    async move {
+                        let _ = s2.wait_for(|s| *s).await;
+                    },
+                    Some(st),
+                )
+                .await;
+                if let Err(e) = r {
+                    tracing::error!("Forward heartbeat: {e}");
+                }
+            }));
+        }
+        let mut flight_addr = None;
+        if let Some(addr) = cfg.flight {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--flight)"))?;
+            flight_addr = Some(listener.local_addr()?);
+            let engine: Arc<dyn silt_flight::QueryEngine> =
+                Arc::new(flight::Engine(shared.clone()));
+            let fcfg = silt_flight::FlightConfig {
+                token: shared.cfg.token.clone(),
+                ..Default::default()
+            };
+            let mut s1 = stopped.clone();
+            tasks.push(tokio::spawn(async move {
+                let r = silt_flight::serve(listener, engine, fcfg, async move {
+                    let _ = s1.wait_for(|s| *s).await;
+                })
+                .await;
+                if let Err(e) = r {
+                    tracing::error!("Flight SQL server: {e:#}");
+                }
+            }));
+        }
+        for spec in cfg.syslogs {
+            let (shared2, st, stop2, table) = (
+                shared.clone(),
+                shared.syslog.clone(),
+                stopped.clone(),
+                spec.table.clone(),
+            );
+            if spec.tcp {
+                let l = tokio::net::TcpListener::bind(spec.addr)
+                    .await
+                    .with_context(|| format!("cannot listen on tcp {} (--syslog)", spec.addr))?;
+                tasks.push(tokio::spawn(syslog::serve_tcp(
+                    l, table, shared2, st, stop2,
+                )));
+            } else {
+                let u = tokio::net::UdpSocket::bind(spec.addr)
+                    .await
+                    .with_context(|| format!("cannot bind udp {} (--syslog)", spec.addr))?;
+                tasks.push(tokio::spawn(syslog::serve_udp(
+                    u, table, shared2, st, stop2,
+                )));
+            }
+        }
+        if !cfg.tails.is_empty() {
+            let h = tail::start(
+                cfg.tails,
+                lake.clone(),
+                &tail_chunks,
+                shared.clone(),
+                stopped.clone(),
+                tokio::runtime::Handle::current(),
+            )?;
+            tasks.push(tokio::task::spawn_blocking(move || {
+                let _ = h.join();
+            }));
+        }
+        Ok(Server {
+            shared,
+            http_addr,
+            forward_addr,
+            flight_addr,
+            forward_stats,
+            recovery,
+            stop,
+            tasks,
+            ingest: Some(ingest),
+            _lock: lock,
+        })
+    }
+
+    /// A receiver that turns true when the server starts shutting down (for front ends added
+    /// next to the built-in ones).
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Adds a task the server waits for at shutdown (a front end that appends to the log).
+    pub fn spawn_front_end(&mut self, task: tokio::task::JoinHandle<()>) {
+        self.tasks.push(task);
+    }
+
+    /// Drains and stops: the listeners stop taking work and finish what they have, then every
+    /// logged event is decoded and flushed to the lake.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        let ingest = self.ingest.take();
+        // The last handles of the log: the writer ends, the ingest thread seals and flushes.
+        drop(self.shared);
+        if let Some(h) = ingest {
+            tokio::task::spawn_blocking(move || h.join())
+                .await?
+                .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,241 @@
+//! `/metrics` in the Prometheus text exposition format (version 0.0.4): counters and gauges of
+//! the log, the ingest and flush threads, the HTTP API and the Forward listener.
+//!
+//! Touches nothing: reads the counters.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::Shared;
+
+/// Counters of the network side.
+#[derive(Debug, Default)]
+pub struct ServerMetrics {
+    pub http_ingest_requests: AtomicU64,
+    pub http_ingest_bytes: AtomicU64,
+    pub http_too_large: AtomicU64,
+    pub http_busy: AtomicU64,
+    pub queries: AtomicU64,
+    pub query_errors: AtomicU64,
+    pub query_micros: AtomicU64,
+}
+
+fn line(out: &mut String, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP silt_{name} {help}");
+    let _ = writeln!(out, "# TYPE silt_{name} {kind}");
+    let _ = writeln!(out, "silt_{name} {v}");
+}
+
+/// The whole exposition.
+pub fn render(s: &Shared) -> String {
+    let mut o = String::new();
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let w = &s.wal.stats;
+    line(
+        &mut o,
+        "wal_appends_total",
+        "counter",
+        "Records appended to the write-ahead log.",
+        l(&w.appends),
+    );
+    line(
+        &mut o,
+        "wal_bytes_total",
+        "counter",
+        "Bytes written to the write-ahead log.",
+        l(&w.bytes),
+    );
+    line(
+        &mut o,
+        "wal_fsyncs_total",
+        "counter",
+        "fsyncs of the write-ahead log (group commits).",
+        l(&w.fsyncs),
+    );
+    line(
+        &mut o,
+        "wal_duplicates_total",
+        "counter",
+        "Chunks acknowledged again without appending (resent by a client).",
+        l(&w.duplicates),
+    );
+    line(
+        &mut o,
+        "wal_last_seq",
+        "gauge",
+        "Sequence number of the last durable log record.",
+        l(&w.last_seq),
+    );
+    line(
+        &mut o,
+        "wal_segments_deleted_total",
+        "counter",
+        "Log segments deleted after their records reached the lake.",
+        l(&w.segments_deleted),
+    );
+    let i = &s.ingest;
+    line(
+        &mut o,
+        "ingest_records_total",
+        "counter",
+        "Log records decoded.",
+        l(&i.records),
+    );
+    line(
+        &mut o,
+        "ingest_events_total",
+        "counter",
+        "Rows decoded (queryable).",
+        l(&i.events),
+    );
+    line(
+        &mut o,
+        "ingest_rejects_total",
+        "counter",
+        "Records rejected (kept under _rejects/).",
+        l(&i.rejects),
+    );
+    line(
+        &mut o,
+        "ingest_visible_seq",
+        "gauge",
+        "Last log record visible to queries.",
+        l(&i.visible_seq),
+    );
+    line(
+        &mut o,
+        "flush_total",
+        "counter",
+        "Flushes to the lake.",
+        l(&i.flushes),
+    );
+    line(
+        &mut o,
+        "flush_failures_total",
+        "counter",
+        "Flush attempts that failed (retried).",
+        l(&i.flush_failures),
+    );
+    line(
+        &mut o,
+        "flush_files_total",
+        "counter",
+        "Files published by flushes.",
+        l(&i.files),
+    );
+    line(
+        &mut o,
+        "flush_rows_total",
+        "counter",
+        "Rows published by flushes.",
+        l(&i.rows_flushed),
+    );
+    line(
+        &mut o,
+        "flushed_seq",
+        "gauge",
+        "Last log record in the lake.",
+        l(&i.flushed_seq),
+    );
+    line(
+        &mut o,
+        "memory_rows_bytes",
+        "gauge",
+        "Bytes of rows held in memory until their flush.",
+        l(&i.memory_bytes),
+    );
+    let m = &s.metrics;
+    line(
+        &mut o,
+        "http_ingest_requests_total",
+        "counter",
+        "POST /v1/ingest requests.",
+        l(&m.http_ingest_requests),
+    );
+    line(
+        &mut o,
+        "http_ingest_bytes_total",
+        "counter",
+        "Bytes made durable through POST /v1/ingest.",
+        l(&m.http_ingest_bytes),
+    );
+    line(
+        &mut o,
+        "http_too_large_total",
+        "counter",
+        "Ingest requests refused with 413.",
+        l(&m.http_too_large),
+    );
+    line(
+        &mut o,
+        "http_busy_total",
+        "counter",
+        "Ingest requests refused with 429 or 503 (backpressure).",
+        l(&m.http_busy),
+    );
+    line(
+        &mut o,
+        "queries_total",
+        "counter",
+        "Queries run.",
+        l(&m.queries),
+    );
+    line(
+        &mut o,
+        "query_errors_total",
+        "counter",
+        "Queries that failed or timed out.",
+        l(&m.query_errors),
+    );
+    line(
+        &mut o,
+        "query_seconds_total",
+        "counter",
+        "Time spent answering queries.",
+        l(&m.query_micros) as f64 / 1e6,
+    );
+    let f = s.forward.snapshot();
+    line(
+        &mut o,
+        "forward_connections_total",
+        "counter",
+        "Forward connections accepted.",
+        f.connections,
+    );
+    line(
+        &mut o,
+        "forward_frames_total",
+        "counter",
+        "Forward frames accepted.",
+        f.frames,
+    );
+    line(
+        &mut o,
+        "forward_events_total",
+        "counter",
+        "Forward events accepted.",
+        f.events,
+    );
+    line(
+        &mut o,
+        "forward_acks_total",
+        "counter",
+        "Forward acks sent (chunks durable).",
+        f.acks,
+    );
+    line(
+        &mut o,
+        "forward_rejected_frames_total",
+        "counter",
+        "Forward frames refused (malformed, oversized, bad shape); the connection was closed.",
+        f.rejected_frames,
+    );
+    line(
+        &mut o,
+        "forward_auth_failures_total",
+        "counter",
+        "Forward handshakes refused.",
+        f.auth_failures,
+    );
+    o
+}

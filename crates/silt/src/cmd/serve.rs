@@ -1,0 +1,136 @@
+//! `silt serve`: flags to a `silt_serve::ServeConfig`, start, print where it listens, wait for
+//! Ctrl-C or SIGTERM, drain.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use silt_access::{ParseField, ParseFieldSpec};
+use silt_core::{FormatOptions, ReadOptions, TableName, Transform};
+use silt_serve::{route::Route, ServeConfig, Server};
+
+use crate::cli::ServeArgs;
+
+fn read_secret(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    let s = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+    let s = s.trim().to_string();
+    anyhow::ensure!(!s.is_empty(), "the {what} file {} is empty", path.display());
+    Ok(s)
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    let writer = crate::opts::writer_config(&a.write)?;
+    let mut cfg = ServeConfig::new(a.lake.clone());
+    cfg.http = match a.http.as_str() {
+        "none" | "" => None,
+        s => Some(s.parse().map_err(|_| {
+            anyhow::anyhow!("--http {s:?}: give HOST:PORT, e.g. 127.0.0.1:8080, or none")
+        })?),
+    };
+    cfg.forward = a.forward;
+    cfg.syslogs = a
+        .syslogs
+        .iter()
+        .map(|t| silt_serve::syslog::SyslogSpec::parse(t))
+        .collect::<anyhow::Result<_>>()?;
+    cfg.tails = a
+        .tails
+        .iter()
+        .map(|t| silt_serve::tail::TailSpec::parse(t))
+        .collect::<anyhow::Result<_>>()?;
+    cfg.flight = a.flight;
+    cfg.routes = a
+        .routes
+        .iter()
+        .map(|r| Route::parse(r))
+        .collect::<anyhow::Result<_>>()?;
+    let mut transforms: HashMap<TableName, Vec<Box<dyn Transform>>> = HashMap::new();
+    for spec in &a.parse_fields {
+        let (table, field) = spec.split_once(':').ok_or_else(|| {
+            anyhow::anyhow!(
+                "--parse-field {spec:?}: use TABLE:FIELD=FORMAT, e.g. docker.nginx:log=access"
+            )
+        })?;
+        let table = TableName::parse(table).ok_or_else(|| {
+            anyhow::anyhow!("--parse-field {spec:?}: table {table:?} must be module.type")
+        })?;
+        let pf = ParseFieldSpec::parse(field, a.keep_field)?;
+        transforms
+            .entry(table)
+            .or_default()
+            .push(Box::new(ParseField::new(pf)));
+    }
+    cfg.transforms = transforms;
+    cfg.token = a
+        .token_file
+        .as_deref()
+        .map(|p| read_secret(p, "token"))
+        .transpose()?;
+    cfg.forward_cfg.shared_key = a
+        .forward_shared_key_file
+        .as_deref()
+        .map(|p| read_secret(p, "shared key"))
+        .transpose()?;
+    cfg.insecure = a.insecure;
+    cfg.flush_age = a.flush_age;
+    cfg.flush_bytes = a.flush_size;
+    cfg.memory_bytes = writer.memory_bytes.max(a.flush_size) * 2;
+    cfg.max_body = a.max_body;
+    cfg.query_timeout = a.query_timeout;
+    cfg.query_memory = a.query_memory;
+    cfg.options = FormatOptions::new(ReadOptions::default());
+    cfg.writer = writer;
+    let rt = silt_query::runtime()?;
+    rt.block_on(async move {
+        let server = Server::start(cfg).await?;
+        for note in &server.recovery {
+            eprintln!("recovery: {note}");
+        }
+        eprintln!("silt serve: lake {}", a.lake.display());
+        if let Some(h) = server.http_addr {
+            eprintln!(
+                "  http      http://{h}  (POST /v1/ingest/<table>, /v1/query, /health, /metrics)"
+            );
+        }
+        if let Some(f) = server.forward_addr {
+            eprintln!("  forward   {f}  (fluentd Forward, TCP + UDP heartbeat)");
+        }
+        if let Some(f) = server.flight_addr {
+            eprintln!("  flight    grpc://{f}  (Arrow Flight SQL)");
+        }
+        for s in &a.syslogs {
+            eprintln!("  syslog    {s}");
+        }
+        for t in &a.tails {
+            eprintln!("  tail      {t}");
+        }
+        eprintln!("Ctrl-C or SIGTERM stops it after writing every acknowledged event to the lake.");
+        wait_for_signal().await;
+        eprintln!("stopping: draining and flushing to the lake ...");
+        let stats = server.shared.ingest.clone();
+        server.shutdown().await?;
+        eprintln!(
+            "stopped: {} events, {} rejects, {} flushes, {} files",
+            stats.events.load(std::sync::atomic::Ordering::Relaxed),
+            stats.rejects.load(std::sync::atomic::Ordering::Relaxed),
+            stats.flushes.load(std::sync::atomic::Ordering::Relaxed),
+            stats.files.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        anyhow::Ok(())
+    })?;
+    Ok(0)
+}
+
+async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
