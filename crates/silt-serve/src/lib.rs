@@ -57,6 +57,9 @@ use crate::live::Live;
 use crate::metrics::ServerMetrics;
 use crate::wal::{Wal, WalConfig};
 
+/// Durable log records waiting for the ingest thread at most (see [`Server::start`]).
+pub const INGEST_QUEUE: usize = 32;
+
 /// Where serve keeps its own files, below the lake root.
 pub const SERVE_DIR: &str = "_silt/serve";
 
@@ -269,7 +272,10 @@ impl Server {
             .filter(|c| c.starts_with("tail:"))
             .cloned()
             .collect();
-        let (rec_tx, rec_rx) = std::sync::mpsc::sync_channel(cfg.wal_queue.max(16));
+        // Durable records waiting to be decoded. Kept short: when decoding falls behind, the log's
+        // writer waits here, appends wait for it, and sources push back (acks come later), so
+        // what is acknowledged stays at most this many records from being queryable.
+        let (rec_tx, rec_rx) = std::sync::mpsc::sync_channel(INGEST_QUEUE);
         let wal = Wal::start(
             WalConfig {
                 dir: wal_dir,

@@ -1,17 +1,12 @@
-//! Parsing sizes given on the command line: `33554432`, `32MiB`, `32M`, `1.5GB`, `512k`.
+//! Parsing sizes (`33554432`, `32MiB`, `32M`, `1.5GB`, `512k`) and durations (`250ms`, `60s`,
+//! `10m`, `1h`) given on the command line.
 
 /// Parses a byte size; binary (`KiB`, `MiB`, `GiB`) and decimal (`kB`, `MB`, `GB`) suffixes,
 /// a bare `k`/`M`/`G` meaning binary.
 pub fn parse_bytes(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size: use e.g. 33554432, 32MiB, 64MB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+    let (n, unit) = number_and_unit(s)
+        .ok_or_else(|| format!("{s:?} is not a size: use e.g. 33554432, 32MiB, 64MB"))?;
+    let mult: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
         "kb" => 1e3,
@@ -32,17 +27,21 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
     Ok(v as usize)
 }
 
-/// Parses a duration: `250ms`, `60s`, `10m`, `1h`, `1.5s`, or bare seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+/// `32MiB` -> (32.0, "MiB"): the leading number and the trimmed rest.
+fn number_and_unit(s: &str) -> Option<(f64, &str)> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration: use e.g. 250ms, 60s, 10m, 1h"))?;
-    let secs = match unit.trim() {
+    Some((num.parse().ok()?, unit.trim()))
+}
+
+/// Parses a duration: `250ms`, `60s`, `10m`, `1h`, `1.5s`, or bare seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = number_and_unit(s)
+        .ok_or_else(|| format!("{s:?} is not a duration: use e.g. 250ms, 60s, 10m, 1h"))?;
+    let secs = match unit {
         "ms" => n / 1e3,
         "" | "s" => n,
         "m" | "min" => n * 60.0,

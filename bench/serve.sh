@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# silt serve benchmark: Forward ingest with acks, freshness, RSS (bench/serve.py; docs/serve.md).
+#   bench/serve.sh [--seconds 60] [--connections 2] [--window 8]
+#   SILT=path/to/silt bench/serve.sh ...     # use this binary, skip the build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
+if [ -z "${SILT:-}" ]; then
+  echo "== building silt (release)" >&2
+  cargo build --release -q -p silt
+  SILT="$CARGO_TARGET_DIR/release/silt"
+fi
+PY="$(scripts/pyenv.sh)"
+exec "$PY" bench/serve.py --silt "$SILT" "$@"
