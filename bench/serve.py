@@ -158,8 +158,6 @@ def main():
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
-    srv.terminate()
-    srv.wait(timeout=300)
     events = sum(counts)
     rate = events / wall
     quarter = [r for (t, r) in samples if t >= a.seconds / 4][:1] or [samples[0][1]]
@@ -174,6 +172,11 @@ def main():
     print(f"| freshness (200 -> visible) p50 / p99, n={len(fresh)} | {pct(fresh, 50) * 1e3:.1f} / {pct(fresh, 99) * 1e3:.1f} ms | p99 <= 250 ms | {pct(fresh, 99) * 1e3 / 250:.2f} |")
     print(f"| freshness p99 / RASP's 1.161 s mean | | | {pct(fresh, 99) / 1.161:.3f} |")
     print(f"| RSS at {a.seconds / 4:.0f} s / end | {quarter[0] / 2**20:.0f} / {end / 2**20:.0f} MiB | within 20 % | {growth * 100:+.0f} % |")
+    sys.stdout.flush()
+    t1 = time.perf_counter()
+    srv.terminate()
+    srv.wait(timeout=1800)
+    print(f"drain after SIGTERM (everything acknowledged written to the lake): {time.perf_counter() - t1:.1f} s")
     out = subprocess.run([a.silt, "query", "--lake", lake, "--format", "csv",
                           "SELECT count(*) FROM docker.nginx"], capture_output=True, text=True)
     print(f"rows in the lake after the drain: {out.stdout.splitlines()[-1]} (acked: {events})")

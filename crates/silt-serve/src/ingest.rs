@@ -200,11 +200,13 @@ impl Ingest {
         self.stats.records.fetch_add(1, Ordering::Relaxed);
         for (t, b) in out.batches {
             let b = match self.cfg.transforms.get_mut(&t) {
-                Some(ts) => match silt_core::transform::apply_all(ts, &t, b) {
+                Some(ts) => match silt_core::transform::apply_all(ts, &t, b.clone()) {
                     Ok(b) => b,
                     Err(e) => {
-                        tracing::error!("{t}: transform failed: {e:#}");
-                        continue;
+                        // The rows are kept as they came (never dropped); the log says why
+                        // they are not transformed.
+                        tracing::error!("{t}: transform failed, rows kept untransformed: {e:#}");
+                        b
                     }
                 },
                 None => b,
@@ -266,10 +268,12 @@ fn flush_loop(
     wal: Janitor,
     stats: Arc<IngestStats>,
 ) {
+    // Cleaning up after a failed attempt reads the whole import record, so only then.
+    let mut failed = false;
     for gen in rx {
         let mut delay = Duration::from_millis(200);
         loop {
-            match flush(&gen, &lake, &writer, &live) {
+            match flush(&gen, &lake, &writer, &live, std::mem::take(&mut failed)) {
                 Ok((files, rows)) => {
                     stats.flushes.fetch_add(1, Ordering::Relaxed);
                     stats.files.fetch_add(files, Ordering::Relaxed);
@@ -285,6 +289,7 @@ fn flush_loop(
                     break;
                 }
                 Err(e) => {
+                    failed = true;
                     stats.flush_failures.fetch_add(1, Ordering::Relaxed);
                     let msg = format!("flush of log records up to {} failed: {e:#}", gen.upto);
                     tracing::error!("{msg}; retrying in {delay:?} (the rows stay in the log)");
@@ -297,16 +302,19 @@ fn flush_loop(
     }
 }
 
-/// Writes one generation; returns the files and rows published.
+/// Writes one generation; returns the files and rows published. After a failed attempt
+/// (`recover`), that attempt's journal and files go first.
 fn flush(
     gen: &Generation,
     lake: &std::path::Path,
     cfg: &WriterConfig,
     live: &Live,
+    recover: bool,
 ) -> anyhow::Result<(u64, u64)> {
     let log = ImportLog::open(lake)?;
-    // A failed earlier attempt left a journal: its files go before this one writes.
-    log.recover()?;
+    if recover {
+        log.recover()?;
+    }
     let run = log.begin()?;
     let mut w = LakeWriter::new(lake, cfg.clone())?
         .with_publisher(run.publisher(Box::new(DirectoryPublisher))?);

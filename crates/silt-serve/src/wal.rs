@@ -35,6 +35,8 @@ use twox_hash::XxHash64;
 pub const SEGMENT_BYTES: u64 = 64 << 20;
 /// Largest record accepted (a body beyond this is refused before it reaches the log).
 pub const MAX_RECORD_BYTES: usize = 256 << 20;
+/// Log already in the lake kept at most (bytes), whatever the retention (see [`Janitor::release`]).
+pub const RETAIN_BYTES: u64 = 256 << 20;
 /// Appends written and fsynced together at most (bytes).
 const GROUP_BYTES: usize = 16 << 20;
 
@@ -413,29 +415,39 @@ impl Wal {
 
 impl Janitor {
     /// Every record up to and including `covered` is in the lake: deletes the segments that hold
-    /// nothing newer and are older than the retention, and forgets chunk ids older than it.
+    /// nothing newer once they are older than the retention, or sooner, oldest first, while such
+    /// segments take more than [`RETAIN_BYTES`] (a fast stream must not fill the disk with log
+    /// it no longer needs; chunk ids stay known in memory for the retention either way). Forgets
+    /// chunk ids older than the retention.
     pub fn release(&self, covered: u64) -> anyhow::Result<()> {
         self.chunks.lock().expect("not poisoned").prune(self.retain);
         let segs = segments(&self.dir)?;
         let current = self.current.lock().expect("not poisoned").clone();
         let now = SystemTime::now();
+        // Segments wholly in the lake (a segment ends where the next begins), oldest first.
+        let mut done: Vec<(PathBuf, Duration, u64)> = Vec::new();
         for (i, (_, path)) in segs.iter().enumerate() {
-            // A segment ends where the next begins.
             let Some((next_first, _)) = segs.get(i + 1) else {
                 break;
             };
             if *path == current || *next_first > covered + 1 {
                 continue;
             }
-            let age = fs::metadata(path)
-                .and_then(|m| m.modified())
-                .ok()
+            let md = fs::metadata(path).ok();
+            let age = md
+                .as_ref()
+                .and_then(|m| m.modified().ok())
                 .and_then(|m| now.duration_since(m).ok())
                 .unwrap_or_default();
-            if age >= self.retain {
-                fs::remove_file(path)
+            done.push((path.clone(), age, md.map(|m| m.len()).unwrap_or(0)));
+        }
+        let mut kept: u64 = done.iter().map(|d| d.2).sum();
+        for (path, age, bytes) in done {
+            if age >= self.retain || kept > RETAIN_BYTES {
+                fs::remove_file(&path)
                     .with_context(|| format!("cannot delete {}", path.display()))?;
                 self.stats.segments_deleted.fetch_add(1, Ordering::Relaxed);
+                kept -= bytes;
             }
         }
         Ok(())
