@@ -191,10 +191,13 @@ impl Ingest {
                 d.finish(&mut out)
             });
         if let Err(e) = decoded {
-            out.rejects.push(silt_ingest::source::whole_input_reject(
+            // The record's bytes are kept with the reject (up to 1 MiB), not only its reason.
+            let mut reject = silt_ingest::source::whole_input_reject(
                 &info.display,
                 format!("log record {}: stopped decoding: {e:#}", r.seq),
-            ));
+            );
+            reject.raw = r.entry.body[..r.entry.body.len().min(1 << 20)].to_vec();
+            out.rejects.push(reject);
         }
         self.started.get_or_insert_with(Instant::now);
         self.stats.records.fetch_add(1, Ordering::Relaxed);
