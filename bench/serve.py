@@ -2,12 +2,13 @@
 """silt serve benchmark (issue 22): sustained fluentd Forward ingest with acks, freshness from
 acknowledgement to visible in a query, and RSS over the run.
 
-  bench/serve.sh [--seconds 60] [--connections 2] [--window 8] [--frame-events 1000]
+  bench/serve.sh [--family real|gen] [--seconds 60] [--connections 2] [--window 8] [--frame-events 1000]
 
 Starts `silt serve` on a fresh lake with the Forward route of the README
 (docker.** -> docker.nginx, --parse-field docker.nginx:log=access), then for --seconds:
 - N connections send PackedForward frames (chunk option on) of Docker json-file-like nginx
-  records, keeping up to --window frames in flight each; every ack's latency is recorded;
+  records (--family real: the corpus's web-shop access log, repeated with shifted days and
+  perturbed addresses; gen: generated lines), keeping up to --window frames in flight each; every ack's latency is recorded;
 - once every 100 ms a marker record is POSTed to /v1/ingest/bench.fresh, and /v1/query is polled
   until it is counted: the time from the HTTP 200 to visible is the freshness;
 - the server's RSS is sampled every second.
@@ -30,16 +31,40 @@ def nginx_line(i, rnd):
             f'{status} {rnd.randrange(100, 50000)} "-" "Mozilla/5.0 (X11; Linux x86_64)"')
 
 
-def make_frames(n_frames, per_frame, seed=7):
+def corpus_lines():
+    """The corpus's real nginx access log (1,000 lines of a web shop), or exit."""
+    root = os.environ.get("SILT_CORPUS") or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+    p = os.path.join(root, "weblogs", "lnav-shop_access_log.0")
+    if not os.path.exists(p):
+        sys.exit(f"{p}: corpus web log not found (set SILT_CORPUS)")
+    with open(p, encoding="utf-8", errors="replace") as f:
+        return [l.rstrip("\n") for l in f if l.strip()]
+
+
+def real_line(lines, k, rnd):
+    """Corpus line k mod n, its client address perturbed and its time shifted by one day per
+    pass over the file (real-derived, like the Zeek benchmark's inputs)."""
+    line = lines[k % len(lines)]
+    ip, rest = line.split(" ", 1)
+    a = ip.split(".")
+    if len(a) == 4:
+        ip = ".".join(a[:3] + [str((int(a[3]) + k // len(lines)) % 256)])
+    day = 22 + (k // len(lines)) % 6
+    return ip + " " + rest.replace("22/Jan/2019", f"{day:02d}/Jan/2019", 1)
+
+
+def make_frames(n_frames, per_frame, family, seed=7):
     rnd = random.Random(seed)
+    lines = corpus_lines() if family == "real" else None
     frames = []
     k = 0
     for f in range(n_frames):
         entries = bytearray()
         for _ in range(per_frame):
             t = msgpack.ExtType(0, (1711299600 + k // 1000).to_bytes(4, "big") + (k % 1000 * 1000).to_bytes(4, "big"))
+            log = real_line(lines, k, rnd) if lines else nginx_line(k, rnd)
             rec = {"container_id": "3f2a" * 16, "container_name": "/web", "source": "stdout",
-                   "log": nginx_line(k, rnd)}
+                   "log": log}
             entries += msgpack.packb([t, rec], use_bin_type=True)
             k += 1
         frames.append(bytes(entries))
@@ -129,11 +154,14 @@ def main():
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--window", type=int, default=8)
     ap.add_argument("--frame-events", type=int, default=1000)
+    ap.add_argument("--family", choices=["real", "gen"], default="real",
+                    help="real: the corpus's nginx access log repeated with shifted days and addresses "
+                         "(default); gen: generated nginx lines")
     a = ap.parse_args()
     lake = tempfile.mkdtemp(prefix="silt-bench-serve-")
     fport, hport = free_port(), free_port()
     print(f"== making frames ({a.frame_events} events each)", flush=True)
-    frames = make_frames(64, a.frame_events)
+    frames = make_frames(64, a.frame_events, a.family)
     srv = subprocess.Popen([a.silt, "serve", "--lake", lake, "--http", f"127.0.0.1:{hport}",
                             "--forward", f"127.0.0.1:{fport}", "--route", "docker.**=docker.nginx",
                             "--parse-field", "docker.nginx:log=access"],
@@ -163,7 +191,7 @@ def main():
     quarter = [r for (t, r) in samples if t >= a.seconds / 4][:1] or [samples[0][1]]
     end = samples[-1][1]
     growth = end / quarter[0] - 1
-    print(f"\nsilt serve, {a.connections} Forward connections x {a.window} frames in flight, "
+    print(f"\nsilt serve, family {a.family}, {a.connections} Forward connections x {a.window} frames in flight, "
           f"{a.frame_events} events/frame, {wall:.0f} s, 2 CPUs shared with the clients")
     print(f"| measure | value | goal | ratio to goal |")
     print(f"|---|---|---|---|")

@@ -194,7 +194,7 @@ fn frames(buf: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<usize, String> {
             at += sp + 1 + len;
         } else {
             // Newline framing.
-            let Some(nl) = memchr_nl(rest) else {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
                 if rest.len() > MAX_MESSAGE {
                     return Err(format!("a line longer than {MAX_MESSAGE} bytes"));
                 }
@@ -211,10 +211,6 @@ fn frames(buf: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<usize, String> {
     }
     buf.drain(..at);
     Ok(n)
-}
-
-fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
 }
 
 async fn connection(
