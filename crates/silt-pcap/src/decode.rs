@@ -100,6 +100,10 @@ pub struct Decoded {
     pub ip: Option<IpInfo>,
     pub tunnels: [Tunnel; MAX_TUNNELS],
     pub ntunnels: u8,
+    /// Where the innermost IP packet's UDP payload lies in the frame (offset, length), when
+    /// that packet is UDP, not a fragment, and its 8-byte header was captured; the length is
+    /// the UDP length field's, cut to what was captured. See [`Decoded::udp_payload`].
+    udp: Option<(usize, usize)>,
 }
 
 impl Default for Decoded {
@@ -111,6 +115,7 @@ impl Default for Decoded {
             ip: None,
             tunnels: [NO_TUNNEL; MAX_TUNNELS],
             ntunnels: 0,
+            udp: None,
         }
     }
 }
@@ -122,6 +127,15 @@ impl Decoded {
         self.nvlans = 0;
         self.ip = None;
         self.ntunnels = 0;
+        self.udp = None;
+    }
+
+    /// The innermost IP packet's UDP payload within `frame` (the bytes given to
+    /// [`decode_frame`]), if that packet is UDP and not fragmented. Flow-export collectors
+    /// (sFlow, NetFlow, IPFIX) read their datagrams through this.
+    pub fn udp_payload<'a>(&self, frame: &'a [u8]) -> Option<&'a [u8]> {
+        let (off, len) = self.udp?;
+        frame.get(off..off.checked_add(len)?)
     }
 
     /// Outer VLAN id.
@@ -182,6 +196,16 @@ pub mod linktype {
 /// frame is a row with what was decoded.
 pub fn decode_frame(link: u32, data: &[u8], d: &mut Decoded) -> Result<(), DecodeError> {
     d.clear();
+    let r = decode_link(link, data, d);
+    // While decoding, `udp` holds the payload's address; from here on its offset in `data`.
+    d.udp = d
+        .udp
+        .and_then(|(at, len)| Some((at.checked_sub(data.as_ptr() as usize)?, len)))
+        .filter(|&(off, len)| off.checked_add(len).is_some_and(|end| end <= data.len()));
+    r
+}
+
+fn decode_link(link: u32, data: &[u8], d: &mut Decoded) -> Result<(), DecodeError> {
     match link {
         linktype::ETHERNET => ethernet(data, d, 0),
         linktype::LINUX_SLL => {
@@ -350,6 +374,21 @@ fn mpls(mut data: &[u8], d: &mut Decoded, depth: usize) -> Result<(), DecodeErro
 fn ip(data: &[u8], d: &mut Decoded, depth: usize) -> Result<(), DecodeError> {
     let (info, inner) = parse_ip(data)?;
     d.ip = Some(info);
+    d.udp = None;
+    if let (17, Some(p)) = (info.proto, inner) {
+        if p.len() >= 8 {
+            // The UDP length field counts the 8-byte header; a smaller value is bogus and the
+            // captured bytes are taken as they are.
+            let udp_len = usize::from(be16(p, 4));
+            let body = &p[8..];
+            let len = if udp_len >= 8 {
+                (udp_len - 8).min(body.len())
+            } else {
+                body.len()
+            };
+            d.udp = Some((body.as_ptr() as usize, len));
+        }
+    }
     if let Some(payload) = inner {
         if depth < MAX_TUNNELS {
             try_tunnel(&info, payload, d, depth);
@@ -552,6 +591,7 @@ fn try_tunnel(outer: &IpInfo, p: &[u8], d: &mut Decoded, depth: usize) {
         // The tunnel's payload held no IP packet (e.g. ARP inside VXLAN): keep the tunnel,
         // the row describes the non-IP inner frame.
         d.ip = None;
+        d.udp = None;
     }
 }
 

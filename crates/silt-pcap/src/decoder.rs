@@ -34,8 +34,8 @@ use pcap_parser::{PcapBlockOwned, PcapError};
 use silt_core::format::{Confidence, FormatOptions, FormatSpec, Probe};
 use silt_core::{Decoder, Emit, Reject, SourceInfo};
 
-use crate::rows::{head, Rows};
-use crate::{packet_table, PcapOptions, INITIAL_BUFFER, MAX_BUFFER, REJECT_RAW_BYTES};
+use crate::rows::{head, FrameHandler, Framing, PacketRows};
+use crate::{PcapOptions, INITIAL_BUFFER, MAX_BUFFER, REJECT_RAW_BYTES};
 
 /// The `pcap` format (alias `pcapng`).
 pub static FORMAT: FormatSpec = FormatSpec {
@@ -111,25 +111,39 @@ enum Step {
     More(usize),
 }
 
-/// The pcap/pcapng [`Decoder`] for one stream; see the module documentation.
-pub struct PcapDecoder {
+/// The pcap/pcapng [`Decoder`] for one stream; see the module documentation. `H` says what
+/// becomes of each frame: `pcap.packet` rows by default, flow-export records for the sFlow and
+/// NetFlow readers.
+pub struct PcapDecoder<H = PacketRows> {
     mode: Mode,
     /// The start of a unit that straddles two pieces (at most one unit).
     buf: Vec<u8>,
     /// The reject that stopped reading, while its raw bytes are collected.
     failed: Option<Reject>,
-    rows: Rows,
+    rows: Framing<H>,
 }
 
-impl PcapDecoder {
+impl PcapDecoder<PacketRows> {
     /// A decoder for one stream (`opts.batch_rows` rows per batch).
     pub fn new(source: &SourceInfo, opts: PcapOptions) -> Self {
+        Self::with_handler(source, PacketRows::new(source, opts))
+    }
+}
+
+impl<H: FrameHandler> PcapDecoder<H> {
+    /// A decoder for one stream whose frames go to `handler`.
+    pub fn with_handler(source: &SourceInfo, handler: H) -> Self {
         Self {
             mode: Mode::Start,
             buf: Vec::new(),
             failed: None,
-            rows: Rows::new(source, opts),
+            rows: Framing::new(source, handler),
         }
+    }
+
+    /// The frame handler (for its counters once the stream is done).
+    pub fn handler(&self) -> &H {
+        &self.rows.handler
     }
 
     /// Bytes held back for the next piece: the start of a block that straddles two pieces (at
@@ -153,7 +167,7 @@ impl PcapDecoder {
             line,
             reason,
             raw: head(data),
-            table: Some(packet_table()),
+            table: Some(self.rows.handler.reject_table()),
         });
         self.mode = Mode::Failed;
         self.collect(&data[data.len().min(REJECT_RAW_BYTES)..], end, out)?;
@@ -396,7 +410,7 @@ impl PcapDecoder {
     }
 }
 
-impl Decoder for PcapDecoder {
+impl<H: FrameHandler> Decoder for PcapDecoder<H> {
     fn feed(&mut self, mut bytes: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
         // First the unit held back from earlier pieces, topped up with only what it needs.
         while !self.buf.is_empty() {

@@ -27,6 +27,8 @@ use std::io::BufRead;
 use silt_core::{Decoder, Emit, SourceInfo, TableName};
 
 pub use decoder::{sniff, PcapDecoder, FORMAT};
+pub use rows::{FrameHandler, PacketRows};
+pub use schema::FrameMeta;
 
 /// Which tables the reader produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

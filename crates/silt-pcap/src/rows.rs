@@ -1,11 +1,14 @@
-//! Frames to rows: each packet record the framing in [`crate::decoder`] cuts out becomes exactly
-//! one `pcap.packet` row or one reject (decoded by [`crate::decode`], with its Community ID), and
-//! with flows on also feeds the flow tracker; pcapng interface blocks are remembered for the
-//! frames that name them. Touches nothing but its own state and the `Emit` sink.
+//! Blocks to frames, frames to rows. [`Framing`] turns the blocks the framing in
+//! [`crate::decoder`] cuts out into numbered frames (remembering pcapng interface blocks for the
+//! frames that name them) and hands each to a [`FrameHandler`]. The `pcap` format's handler is
+//! [`PacketRows`]: each frame becomes exactly one `pcap.packet` row or one reject (decoded by
+//! [`crate::decode`], with its Community ID), and with flows on also feeds the flow tracker.
+//! Other readers of captures (the flow-export collectors: sFlow, NetFlow, IPFIX) bring their own
+//! handler and reuse the framing. Touches nothing but its own state and the `Emit` sink.
 
 use pcap_parser::pcapng::Block;
 use pcap_parser::PcapBlockOwned;
-use silt_core::{Emit, Reject, SourceInfo};
+use silt_core::{Emit, Reject, SourceInfo, TableName};
 
 use crate::decode::{self, Decoded, Fragment};
 use crate::schema::{FrameMeta, PacketColumns};
@@ -22,14 +25,24 @@ struct Iface {
     snaplen: u32,
 }
 
-/// Turns framed blocks into `pcap.packet` rows (and flow records) or rejects, for one stream.
-pub(crate) struct Rows {
+/// What a reader of captures does with each frame; see the module documentation.
+pub trait FrameHandler: Send {
+    /// The table a reject of this stream belongs to (frames the framing could not give out
+    /// are rejected there too).
+    fn reject_table(&self) -> TableName;
+
+    /// Frame number `number` (1-based; the `line` of its rejects). Every frame must end as
+    /// rows or as a reject (or be counted by the handler's own report).
+    fn frame(&mut self, number: u64, f: &FrameMeta<'_>, out: &mut dyn Emit) -> anyhow::Result<()>;
+
+    /// Emits what is buffered; `end` at the end of the input.
+    fn flush(&mut self, out: &mut dyn Emit, end: bool) -> anyhow::Result<()>;
+}
+
+/// Turns framed blocks into numbered frames for a [`FrameHandler`], for one stream.
+pub(crate) struct Framing<H> {
     source: SourceInfo,
-    opts: PcapOptions,
-    packets: Option<PacketColumns>,
-    flows: Option<flows::Tracker>,
-    decoded: Decoded,
-    cid: String,
+    pub(crate) handler: H,
     /// Frames seen (packet records), the `line` of rejects.
     pub(crate) frame: u64,
     /// Classic pcap: link type and nanosecond flag.
@@ -38,8 +51,18 @@ pub(crate) struct Rows {
     ifaces: Vec<Iface>,
 }
 
-impl Rows {
-    pub(crate) fn new(source: &SourceInfo, opts: PcapOptions) -> Self {
+/// The `pcap` format's [`FrameHandler`]: `pcap.packet` rows (and `pcap.flow` records).
+pub struct PacketRows {
+    source: SourceInfo,
+    opts: PcapOptions,
+    packets: Option<PacketColumns>,
+    flows: Option<flows::Tracker>,
+    decoded: Decoded,
+    cid: String,
+}
+
+impl PacketRows {
+    pub fn new(source: &SourceInfo, opts: PcapOptions) -> Self {
         let packets = (opts.tables != Tables::Flows).then(|| PacketColumns::new(opts.payload));
         let flows = (opts.tables != Tables::Packets).then(|| flows::Tracker::new(&opts));
         Self {
@@ -49,6 +72,15 @@ impl Rows {
             flows,
             decoded: Decoded::default(),
             cid: String::with_capacity(64),
+        }
+    }
+}
+
+impl<H: FrameHandler> Framing<H> {
+    pub(crate) fn new(source: &SourceInfo, handler: H) -> Self {
+        Self {
+            source: source.clone(),
+            handler,
             frame: 0,
             legacy_link: 1,
             legacy_ns: false,
@@ -77,7 +109,7 @@ impl Rows {
                 let us = i64::from(b.ts_sec) * 1_000_000
                     + if self.legacy_ns { frac / 1000 } else { frac };
                 let n = (b.caplen as usize).min(b.data.len());
-                self.frame(
+                self.give(
                     out,
                     FrameMeta {
                         time_us: Some(us),
@@ -111,7 +143,7 @@ impl Rows {
                 };
                 let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
                 let n = (epb.caplen as usize).min(epb.data.len());
-                self.frame(
+                self.give(
                     out,
                     FrameMeta {
                         time_us: ng_micros(ts, iface.resol, iface.offset),
@@ -139,7 +171,7 @@ impl Rows {
                         raw,
                     );
                 };
-                self.frame(
+                self.give(
                     out,
                     FrameMeta {
                         time_us: None,
@@ -156,10 +188,48 @@ impl Rows {
         Ok(())
     }
 
-    fn frame(&mut self, out: &mut dyn Emit, f: FrameMeta<'_>) -> anyhow::Result<()> {
+    /// Frame number `self.frame + 1`, handed to the handler.
+    fn give(&mut self, out: &mut dyn Emit, f: FrameMeta<'_>) -> anyhow::Result<()> {
         self.frame += 1;
+        self.handler.frame(self.frame, &f, out)
+    }
+
+    /// A reject for frame number `self.frame`.
+    pub(crate) fn reject_frame(
+        &mut self,
+        out: &mut dyn Emit,
+        reason: String,
+        raw: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        out.reject(Reject {
+            source: self.source.display.clone(),
+            line: self.frame,
+            reason,
+            raw,
+            table: Some(self.handler.reject_table()),
+        })
+    }
+
+    /// Emits what the handler buffers; `end` at the end of the input.
+    pub(crate) fn flush(&mut self, out: &mut dyn Emit, end: bool) -> anyhow::Result<()> {
+        self.handler.flush(out, end)
+    }
+}
+
+impl FrameHandler for PacketRows {
+    fn reject_table(&self) -> TableName {
+        packet_table()
+    }
+
+    fn frame(&mut self, number: u64, f: &FrameMeta<'_>, out: &mut dyn Emit) -> anyhow::Result<()> {
         if let Err(reason) = decode::decode_frame(f.link_type, f.data, &mut self.decoded) {
-            return self.reject_frame(out, reason.into_owned(), head(f.data));
+            return out.reject(Reject {
+                source: self.source.display.clone(),
+                line: number,
+                reason: reason.into_owned(),
+                raw: head(f.data),
+                table: Some(packet_table()),
+            });
         }
         let d = &self.decoded;
         self.cid.clear();
@@ -210,32 +280,16 @@ impl Rows {
             }
         }
         if let Some(cols) = self.packets.as_mut() {
-            cols.append(&f, d, &self.cid);
+            cols.append(f, d, &self.cid);
             if cols.len() >= self.opts.batch_rows.max(1) {
-                self.flush(out, false)?;
+                FrameHandler::flush(self, out, false)?;
             }
         }
         Ok(())
     }
 
-    /// A reject for frame number `self.frame`.
-    pub(crate) fn reject_frame(
-        &mut self,
-        out: &mut dyn Emit,
-        reason: String,
-        raw: Vec<u8>,
-    ) -> anyhow::Result<()> {
-        out.reject(Reject {
-            source: self.source.display.clone(),
-            line: self.frame,
-            reason,
-            raw,
-            table: Some(packet_table()),
-        })
-    }
-
     /// Emits the buffered packet rows; at the end of input also the remaining flows.
-    pub(crate) fn flush(&mut self, out: &mut dyn Emit, end: bool) -> anyhow::Result<()> {
+    fn flush(&mut self, out: &mut dyn Emit, end: bool) -> anyhow::Result<()> {
         if let Some(cols) = self.packets.as_mut() {
             if !cols.is_empty() {
                 let bytes = cols.bytes;

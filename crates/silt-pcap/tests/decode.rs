@@ -608,3 +608,100 @@ fn batches_respect_batch_rows() {
         .collect();
     assert_eq!(sizes, vec![4, 4, 2]);
 }
+
+/// A frame handler that keeps each frame's UDP payload (what the flow-export readers use).
+struct UdpPayloads(Vec<(u64, Option<Vec<u8>>)>);
+
+impl silt_pcap::FrameHandler for UdpPayloads {
+    fn reject_table(&self) -> silt_core::TableName {
+        silt_core::TableName::new("test", "udp")
+    }
+    fn frame(
+        &mut self,
+        number: u64,
+        f: &silt_pcap::FrameMeta<'_>,
+        _out: &mut dyn silt_core::Emit,
+    ) -> anyhow::Result<()> {
+        let mut d = silt_pcap::decode::Decoded::default();
+        let p = silt_pcap::decode::decode_frame(f.link_type, f.data, &mut d)
+            .ok()
+            .and_then(|()| d.udp_payload(f.data))
+            .map(<[u8]>::to_vec);
+        self.0.push((number, p));
+        Ok(())
+    }
+    fn flush(&mut self, _out: &mut dyn silt_core::Emit, _end: bool) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn udp_payload_through_a_frame_handler() {
+    use silt_core::Decoder;
+    let body = b"sflow-or-netflow-datagram".to_vec();
+    // A UDP length field shorter than the captured bytes (Ethernet padding) cuts the payload.
+    let mut padded = udp(5000, 6343, b"abc");
+    padded.extend_from_slice(&[0; 6]);
+    let frames = vec![
+        (1, 0, eth(0x0800, &ipv4(A, B, 17, &udp(5000, 2055, &body)))),
+        (2, 0, eth(0x0800, &ipv4(A, B, 6, &tcp(1, 2, 0x02, b"tcp")))),
+        (
+            3,
+            0,
+            eth(
+                0x86dd,
+                &ipv6(
+                    v6("2001:db8::1"),
+                    v6("2001:db8::2"),
+                    17,
+                    &udp(1, 4739, b"ipfix"),
+                ),
+            ),
+        ),
+        (4, 0, eth(0x0800, &ipv4(A, B, 17, &padded))),
+        // UDP inside a VXLAN tunnel: the innermost datagram's payload.
+        (
+            5,
+            0,
+            eth(
+                0x0800,
+                &ipv4(
+                    OA,
+                    OB,
+                    17,
+                    &udp(1234, 4789, &{
+                        let mut v = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
+                        v.extend(eth(0x0800, &ipv4(A, B, 17, &udp(7, 6343, b"inner"))));
+                        v
+                    }),
+                ),
+            ),
+        ),
+        // A first fragment carries only part of the datagram: no payload.
+        (
+            6,
+            0,
+            eth(
+                0x0800,
+                &ipv4_frag(A, B, 17, 0, true, &udp(1, 2055, b"part")),
+            ),
+        ),
+    ];
+    let bytes = pcap(1, false, false, &frames);
+    let source = silt_core::SourceInfo::stdin();
+    let mut dec = silt_pcap::PcapDecoder::with_handler(&source, UdpPayloads(Vec::new()));
+    let mut out = CollectEmit::default();
+    dec.feed(&bytes, &mut out).unwrap();
+    dec.finish(&mut out).unwrap();
+    assert!(out.rejects.is_empty(), "{:?}", out.rejects);
+    let got = &dec.handler().0;
+    let want: Vec<(u64, Option<Vec<u8>>)> = vec![
+        (1, Some(body)),
+        (2, None),
+        (3, Some(b"ipfix".to_vec())),
+        (4, Some(b"abc".to_vec())),
+        (5, Some(b"inner".to_vec())),
+        (6, None),
+    ];
+    assert_eq!(got, &want);
+}
