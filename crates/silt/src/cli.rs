@@ -56,7 +56,8 @@ WHERE cidr_contains('10.0.0.0/8', id.orig_h)."
     Query(QueryArgs),
     /// Run a server: streaming ingest (HTTP, fluentd Forward) into a lake through a write-ahead
     /// log, and SQL over the lake and the events of the last second (HTTP, Flight SQL).
-    #[command(after_help = "Examples:\n  silt serve --lake ./lake\n  \
+    #[command(
+        after_help = "Examples:\n  silt serve --lake ./lake\n  \
 silt serve --lake ./lake --forward 127.0.0.1:24224 --route 'docker.**=docker.nginx' --parse-field docker.nginx:log=access\n  \
 silt serve --lake ./lake --http 0.0.0.0:8080 --token-file /etc/silt/token --flight 127.0.0.1:8815\n  \
 silt serve --lake ./lake --tail '/opt/zeek/logs/current/*.log' --tail /var/log/suricata/eve.json\n\n\
@@ -66,7 +67,10 @@ silt query --server http://127.0.0.1:8080 \"SELECT count(*) FROM docker.nginx\"\
 An event is acknowledged (HTTP 200, Forward ack) only once it is in the fsynced write-ahead log \
 (<lake>/_silt/serve/wal/); it is queryable at once and reaches the lake's files within --flush-age. \
 Ctrl-C or SIGTERM drains: every acknowledged event is written before the server exits; after a crash the \
-next start replays the log (docs/serve.md).")]
+next start replays the log (docs/serve.md).\n\n\
+silt serve --config silt.toml takes the same settings from a file (docs/silt.example.toml).",
+        args_override_self = true
+    )]
     Serve(ServeArgs),
     /// List the tables of a lake: rows, files, bytes, first and last event time.
     Tables(TablesArgs),
@@ -367,9 +371,13 @@ pub struct QueryArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
+    /// Read the settings from a TOML file whose keys are these long flags (see
+    /// docs/silt.example.toml); flags on the command line override it or add to its lists.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Lake directory (created if missing).
-    #[arg(long)]
-    pub lake: PathBuf,
+    #[arg(long, required_unless_present = "config")]
+    pub lake: Option<PathBuf>,
     /// HTTP API address (ingest, query, /health, /metrics); `none` for no HTTP.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http: String,
@@ -405,6 +413,10 @@ pub struct ServeArgs {
     /// File holding the Forward protocol's shared key (HELO/PING/PONG handshake).
     #[arg(long)]
     pub forward_shared_key_file: Option<PathBuf>,
+    /// File of Forward users, one `USER:PASSWORD` per line (needs the shared key): clients
+    /// must also send one of these in the handshake (fluentd's `<security><user>`).
+    #[arg(long)]
+    pub forward_users_file: Option<PathBuf>,
     /// Allow listening on a non-loopback address without a token (or Forward without a key).
     #[arg(long)]
     pub insecure: bool,

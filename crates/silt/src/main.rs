@@ -6,6 +6,7 @@
 mod alloc;
 mod cli;
 mod cmd;
+mod config;
 mod opts;
 mod progress;
 mod render;

@@ -18,9 +18,41 @@ fn read_secret(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
     Ok(s)
 }
 
+/// `USER:PASSWORD` per line; blank lines and `#` comments skipped.
+fn read_users(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    let text = read_secret(path, "Forward users")?;
+    let mut users = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (u, p) = line
+            .split_once(':')
+            .filter(|(u, p)| !u.is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                anyhow::anyhow!("{}:{}: expected USER:PASSWORD", path.display(), i + 1)
+            })?;
+        users.push((u.to_string(), p.to_string()));
+    }
+    Ok(users)
+}
+
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    let a = match &a.config {
+        // The file's settings, then the command line's again on top of them (silt has no
+        // global flags: the command line after `silt serve` is everything from argv[2]).
+        Some(path) => {
+            let cli: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+            crate::config::serve_args(path, &cli)?
+        }
+        None => a,
+    };
+    let lake = a.lake.clone().ok_or_else(|| {
+        anyhow::anyhow!("no lake: give --lake DIR or `lake = \"DIR\"` in the config file")
+    })?;
     let writer = crate::opts::writer_config(&a.write)?;
-    let mut cfg = ServeConfig::new(a.lake.clone());
+    let mut cfg = ServeConfig::new(lake.clone());
     cfg.http = match a.http.as_str() {
         "none" | "" => None,
         s => Some(s.parse().map_err(|_| {
@@ -71,6 +103,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|p| read_secret(p, "shared key"))
         .transpose()?;
+    if let Some(path) = &a.forward_users_file {
+        anyhow::ensure!(
+            cfg.forward_cfg.shared_key.is_some(),
+            "--forward-users-file needs --forward-shared-key-file: user authentication is part \
+             of the shared-key handshake"
+        );
+        cfg.forward_cfg.users = read_users(path)?;
+    }
     cfg.insecure = a.insecure;
     cfg.flush_age = a.flush_age;
     cfg.flush_bytes = a.flush_size;
@@ -86,7 +126,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         for note in &server.recovery {
             eprintln!("recovery: {note}");
         }
-        eprintln!("silt serve: lake {}", a.lake.display());
+        eprintln!("silt serve: lake {}", lake.display());
         if let Some(h) = server.http_addr {
             eprintln!(
                 "  http      http://{h}  (POST /v1/ingest/<table>, /v1/query, /health, /metrics)"
