@@ -2,12 +2,14 @@
 # Installs (first run) the Debian packages that tests use as independent references:
 #   tshark    packet counts and field extraction for PCAP tests and the PCAP benchmark
 #   chromium  headless rendering check of `silt bench` reports
+#   rsyslog   a real syslog forwarder (TCP octet counting, UDP) in `silt serve`'s client test
 # Idempotent and quiet when everything is present. Needs root or sudo for apt-get; when neither
 # is available it says so and exits 0, and the tests that need a tool skip with a message.
 set -euo pipefail
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -x /usr/sbin/rsyslogd ] || command -v rsyslogd >/dev/null 2>&1 || need+=(rsyslog)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

@@ -9,7 +9,7 @@
 //! rejects and for reading a stream in chunks) and `rmp-serde` would go through serde's generic
 //! visitor for every value. Mapping: nil -> null, bool, integers (exact, `u64` above `i64::MAX`),
 //! float32/64 -> float (NaN and infinities too; as text `NaN`, `inf`, `-inf`), str -> text,
-//! bin -> text when valid UTF-8, arrays -> lists, maps -> objects (keys: strings; numbers,
+//! bin -> text when valid UTF-8 and lower-case hex otherwise, arrays -> lists, maps -> objects (keys: strings; numbers,
 //! booleans and nil as their JSON text, timestamps as RFC 3339; a repeated key keeps its first
 //! position and last value, found in linear time; an empty key becomes `_`), the timestamp
 //! extension (-1) and fluentd's EventTime (ext 0, 8 bytes) -> timestamps (one that is invalid or
@@ -18,7 +18,7 @@
 //! `time` added (when the map has no `time`).
 //!
 //! Rejects carry the record number (1-based) as their line and the byte offset in the reason:
-//! a top-level value that is not a map, a string or binary key/value that is not valid UTF-8
+//! a top-level value that is not a map, a string key/value that is not valid UTF-8
 //! (the whole record; its raw bytes are kept), a map key that is itself a map or an array (at
 //! any depth: see `Dec::key_text`), a record that does not fit `--schema`. Some
 //! problems make the rest of the stream unreadable (MessagePack cannot be resynchronised): it
@@ -188,6 +188,24 @@ impl<'a> Dec<'a> {
         }
     }
 
+    /// A binary value: its text when it is valid UTF-8 (older fluentd and msgpack libraries
+    /// send strings as bin), otherwise its bytes as lower-case hex (never a reject: binary
+    /// is allowed to hold anything).
+    fn bin(&mut self, n: usize) -> Result<Value, DErr> {
+        let b = self.take(n)?;
+        Ok(Value::Str(match std::str::from_utf8(b) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                use std::fmt::Write;
+                let mut h = String::with_capacity(2 * b.len());
+                for x in b {
+                    let _ = write!(h, "{x:02x}");
+                }
+                h
+            }
+        }))
+    }
+
     fn value(&mut self, depth: usize) -> Result<Value, DErr> {
         if depth > MAX_DEPTH {
             return Err(DErr::Invalid(format!("nesting deeper than {MAX_DEPTH}")));
@@ -227,15 +245,15 @@ impl<'a> Dec<'a> {
             }
             Marker::Bin8 => {
                 let n = self.len8()?;
-                Value::Str(self.text(n, "a binary value")?)
+                self.bin(n)?
             }
             Marker::Bin16 => {
                 let n = self.len16()?;
-                Value::Str(self.text(n, "a binary value")?)
+                self.bin(n)?
             }
             Marker::Bin32 => {
                 let n = self.len32()?;
-                Value::Str(self.text(n, "a binary value")?)
+                self.bin(n)?
             }
             Marker::FixArray(n) => self.array(n as usize, depth)?,
             Marker::Array16 => {
@@ -974,6 +992,27 @@ mod tests {
             .iter()
             .map(|v| v.map(str::to_string))
             .collect()
+    }
+
+    /// Binary values are never a reject: text when valid UTF-8, hex otherwise (what
+    /// fluent-logger-golang sends for a `[]byte`).
+    #[test]
+    fn binary_values_are_text_or_hex() {
+        let mut data = Vec::new();
+        for b in [&b"\x00\x01\xff"[..], b"plain", b""] {
+            let mut r = Vec::new();
+            rmp::encode::write_map_len(&mut r, 1).unwrap();
+            rmp::encode::write_str(&mut r, "bin").unwrap();
+            rmp::encode::write_bin(&mut r, b).unwrap();
+            data.extend(r);
+        }
+        let mut out = CollectEmit::default();
+        decoder(100).read(&mut &data[..], &mut out).unwrap();
+        assert!(out.rejects.is_empty(), "{:?}", out.rejects);
+        assert_eq!(
+            texts(&out, 0, "bin"),
+            [Some("0001ff".into()), Some("plain".into()), Some("".into())]
+        );
     }
 
     /// The first fuzz run's msgpack crashes: a key that only a rejected record had left a

@@ -201,6 +201,9 @@ pub struct Server {
     pub forward_addr: Option<SocketAddr>,
     /// Where Flight SQL listens.
     pub flight_addr: Option<SocketAddr>,
+    /// Where each syslog listener listens, in the order given: (`tcp` or `udp`, address,
+    /// table).
+    pub syslog_addrs: Vec<(&'static str, SocketAddr, String)>,
     pub forward_stats: Arc<silt_forward::ForwardStats>,
     /// What recovery did at start, for the log.
     pub recovery: Vec<String>,
@@ -404,6 +407,7 @@ impl Server {
                 }
             }));
         }
+        let mut syslog_addrs = Vec::new();
         for spec in cfg.syslogs {
             let (shared2, st, stop2, table) = (
                 shared.clone(),
@@ -415,6 +419,7 @@ impl Server {
                 let l = tokio::net::TcpListener::bind(spec.addr)
                     .await
                     .with_context(|| format!("cannot listen on tcp {} (--syslog)", spec.addr))?;
+                syslog_addrs.push(("tcp", l.local_addr()?, spec.table.clone()));
                 tasks.push(tokio::spawn(syslog::serve_tcp(
                     l, table, shared2, st, stop2,
                 )));
@@ -422,6 +427,7 @@ impl Server {
                 let u = tokio::net::UdpSocket::bind(spec.addr)
                     .await
                     .with_context(|| format!("cannot bind udp {} (--syslog)", spec.addr))?;
+                syslog_addrs.push(("udp", u.local_addr()?, spec.table.clone()));
                 tasks.push(tokio::spawn(syslog::serve_udp(
                     u, table, shared2, st, stop2,
                 )));
@@ -445,6 +451,7 @@ impl Server {
             http_addr,
             forward_addr,
             flight_addr,
+            syslog_addrs,
             forward_stats,
             recovery,
             stop,

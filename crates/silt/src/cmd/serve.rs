@@ -138,8 +138,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         if let Some(f) = server.flight_addr {
             eprintln!("  flight    grpc://{f}  (Arrow Flight SQL)");
         }
-        for s in &a.syslogs {
-            eprintln!("  syslog    {s}");
+        for (proto, addr, table) in &server.syslog_addrs {
+            eprintln!("  syslog    {proto}://{addr}  (table {table})");
         }
         for t in &a.tails {
             eprintln!("  tail      {t}");

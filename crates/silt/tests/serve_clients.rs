@@ -1,0 +1,519 @@
+//! Real clients against `silt serve` itself (started from a `--config` file, every listener on
+//! a port of its own choosing): Go's `fluent-logger-golang` with RequestAck (the library behind
+//! Docker's fluentd log driver; crates/silt-forward/tests/go) and Python's `fluent-logger`
+//! (crates/silt-forward/tests/python) over Forward, util-linux `logger` and Debian's `rsyslog`
+//! (forwarding over TCP with octet counting and over UDP) into the syslog listeners, and Python
+//! `adbc-driver-flightsql` asking Flight SQL what HTTP `/v1/query` answers. Every event is
+//! then checked by its values in the server's answers, and in the lake after a clean stop.
+//!
+//! A missing client (Go, the Python packages, logger, rsyslogd) skips its part with a message,
+//! unless `CI=true`, where it fails. Touches loopback sockets and temporary directories; runs
+//! `go build` (Go modules come from the module proxy into the Go module cache).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SILT: &str = env!("CARGO_BIN_EXE_silt");
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Skips (or fails under CI) when a client is missing.
+fn missing(what: &str) {
+    if ci() {
+        panic!("CI=true and {what} is missing");
+    }
+    eprintln!("SKIPPED part: {what} is missing (set CI=true to make this a failure)");
+}
+
+fn python_with(modules: &str) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var("SILT_PYTHON") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
+    }
+    candidates.push("python3".into());
+    candidates.into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", &format!("import {modules}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what} did not start: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Kills the process when the test ends, also on a failed assertion (a process left running
+/// would keep the test's output pipe open).
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Serve {
+    child: Reap,
+    http: String,
+    forward: String,
+    flight: String,
+    syslog_tcp: String,
+    syslog_udp: String,
+}
+
+/// Starts `silt serve --config` and reads every listener's address from its banner.
+fn start(dir: &Path) -> Serve {
+    let config = dir.join("silt.toml");
+    std::fs::write(
+        &config,
+        r#"lake = "lake"
+http = "127.0.0.1:0"
+forward = "127.0.0.1:0"
+flight = "127.0.0.1:0"
+syslog = ["tcp://127.0.0.1:0=syslog.tcp", "udp://127.0.0.1:0=syslog.udp"]
+flush-age = "500ms"
+
+[[route]]
+tag = "go.**"
+table = "go.events"
+
+[[route]]
+tag = "py.**"
+table = "py.events"
+"#,
+    )
+    .unwrap();
+    let mut child = Command::new(SILT)
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            eprintln!("serve: {line}");
+            let _ = tx.send(line);
+        }
+    });
+    let mut banner = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !banner.iter().any(|l: &String| l.contains("Ctrl-C")) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        banner.push(
+            rx.recv_timeout(left)
+                .expect("silt serve did not print its banner"),
+        );
+    }
+    let field = |prefix: &str| -> String {
+        banner
+            .iter()
+            .find_map(|l| {
+                let l = l.trim_start();
+                l.strip_prefix(prefix)
+                    .map(|r| r.split_whitespace().next().unwrap().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {prefix} line in {banner:?}"))
+    };
+    let after = |s: String, scheme: &str| s.trim_start_matches(scheme).to_string();
+    Serve {
+        http: field("http "),
+        forward: field("forward "),
+        flight: after(field("flight "), "grpc://"),
+        syslog_tcp: banner
+            .iter()
+            .find_map(|l| l.split("tcp://").nth(1))
+            .map(|r| r.split_whitespace().next().unwrap().to_string())
+            .expect("syslog tcp line"),
+        syslog_udp: banner
+            .iter()
+            .find_map(|l| l.split("udp://").nth(1))
+            .map(|r| r.split_whitespace().next().unwrap().to_string())
+            .expect("syslog udp line"),
+        child: Reap(child),
+    }
+}
+
+fn host_port(addr: &str) -> (String, String) {
+    let (h, p) = addr.rsplit_once(':').unwrap();
+    (h.to_string(), p.to_string())
+}
+
+/// NDJSON rows of a query through HTTP.
+fn query(http: &str, sql: &str) -> Vec<serde_json::Value> {
+    let body = ureq::post(&format!("{http}/v1/query?format=ndjson"))
+        .send(sql)
+        .unwrap_or_else(|e| panic!("query {sql:?}: {e}"))
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    body.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A value, or the JSON a text value holds.
+fn json_of(v: &serde_json::Value) -> serde_json::Value {
+    v.as_str()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| v.clone())
+}
+
+fn count(http: &str, sql_from: &str) -> i64 {
+    let sql = format!("SELECT count(*) AS n FROM {sql_from}");
+    // A table that does not exist yet is an error; treat it as no rows while waiting.
+    let Ok(resp) = ureq::post(&format!("{http}/v1/query?format=ndjson")).send(&sql) else {
+        return 0;
+    };
+    let body = resp.into_body().read_to_string().unwrap();
+    let v: serde_json::Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    v["n"].as_i64().unwrap()
+}
+
+/// Waits until `sql_from` has `want` rows (events are visible within a second of their ack;
+/// syslog has no ack, so its messages are awaited).
+fn wait_count(http: &str, sql_from: &str, want: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n = count(http, sql_from);
+        if n == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline && n < want,
+            "{sql_from}: {n} rows, want {want}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn go_client(forward: &str, work: &Path) -> bool {
+    if !have("go") {
+        missing("go (for fluent-logger-golang)");
+        return false;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../silt-forward/tests/go");
+    let bin = work.join("fluent-go-client");
+    run(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(&bin)
+            .arg(".")
+            .current_dir(&src)
+            .env("GOFLAGS", "-mod=mod"),
+        "go build of the fluent-logger-golang client",
+    );
+    let (h, p) = host_port(forward);
+    run(
+        Command::new(&bin).args([&h, &p]),
+        "fluent-logger-golang client",
+    );
+    true
+}
+
+fn python_client(forward: &str) -> bool {
+    let Some(py) = python_with("fluent.sender, msgpack") else {
+        missing("python with fluent-logger and msgpack (scripts/pyenv.sh)");
+        return false;
+    };
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../silt-forward/tests/python/send_events.py");
+    let (h, p) = host_port(forward);
+    let out = run(
+        Command::new(py).arg(script).args([&h, &p]),
+        "fluent-logger (Python) client",
+    );
+    assert_eq!(out.trim(), "ok");
+    true
+}
+
+fn logger_client(tcp: &str, udp: &str) -> bool {
+    if !have("logger") {
+        missing("util-linux logger");
+        return false;
+    }
+    let (th, tp) = host_port(tcp);
+    let (uh, up) = host_port(udp);
+    for i in 0..5 {
+        run(
+            Command::new("logger").args([
+                "--tcp",
+                "--octet-count",
+                "--rfc5424",
+                "--server",
+                &th,
+                "--port",
+                &tp,
+                "-t",
+                "silt-logger",
+                &format!("logger-tcp {i}"),
+            ]),
+            "logger --tcp",
+        );
+        run(
+            Command::new("logger").args([
+                "--udp",
+                "--rfc3164",
+                "--server",
+                &uh,
+                "--port",
+                &up,
+                "-t",
+                "silt-logger",
+                &format!("logger-udp {i}"),
+            ]),
+            "logger --udp",
+        );
+    }
+    true
+}
+
+/// rsyslog takes messages on a UDP port of its own and forwards each to silt twice: over TCP
+/// with octet counting and over UDP.
+fn rsyslog_client(tcp: &str, udp: &str, work: &Path) -> Option<Reap> {
+    let rsyslogd = ["/usr/sbin/rsyslogd", "rsyslogd"]
+        .into_iter()
+        .find(|p| Path::new(p).exists() || have(p));
+    let Some(rsyslogd) = rsyslogd else {
+        missing("rsyslogd (scripts/apt-deps.sh installs it)");
+        return None;
+    };
+    if !have("logger") {
+        missing("util-linux logger");
+        return None;
+    }
+    let in_port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (th, tp) = host_port(tcp);
+    let (uh, up) = host_port(udp);
+    let wd = work.join("rsyslog");
+    std::fs::create_dir_all(&wd).unwrap();
+    let conf = wd.join("rsyslog.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"global(workDirectory="{wd}")
+module(load="imudp")
+input(type="imudp" address="127.0.0.1" port="{in_port}")
+action(type="omfwd" target="{th}" port="{tp}" protocol="tcp" TCP_Framing="octet-counted")
+action(type="omfwd" target="{uh}" port="{up}" protocol="udp")
+"#,
+            wd = wd.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(rsyslogd)
+        .args(["-n", "-f"])
+        .arg(&conf)
+        .arg("-i")
+        .arg(wd.join("rsyslogd.pid"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map(Reap)
+        .expect("rsyslogd starts");
+    // rsyslog opens its input port shortly after start; send until the messages come through
+    // (checked by the caller), numbering each so duplicates would show.
+    std::thread::sleep(Duration::from_millis(1500));
+    for i in 0..5 {
+        run(
+            Command::new("logger").args([
+                "--udp",
+                "--rfc3164",
+                "--server",
+                "127.0.0.1",
+                "--port",
+                &in_port.to_string(),
+                "-t",
+                "via-rsyslog",
+                &format!("rsyslog-forwarded {i}"),
+            ]),
+            "logger into rsyslog",
+        );
+    }
+    Some(child)
+}
+
+const ADBC_SCRIPT: &str = r#"
+import json, sys
+import adbc_driver_flightsql.dbapi as flight_sql
+conn = flight_sql.connect(sys.argv[1])
+cur = conn.cursor()
+out = {}
+for name, sql in json.loads(sys.argv[2]).items():
+    cur.execute(sql)
+    out[name] = [list(r) for r in cur.fetchall()]
+cur.close(); conn.close()
+print(json.dumps(out))
+"#;
+
+#[test]
+fn real_clients_against_silt_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = start(dir.path());
+    let go = go_client(&s.forward, dir.path());
+    let py = python_client(&s.forward);
+    let lg = logger_client(&s.syslog_tcp, &s.syslog_udp);
+    let mut rsys = rsyslog_client(&s.syslog_tcp, &s.syslog_udp, dir.path());
+
+    if go {
+        // fluent-logger-golang with RequestAck: 5 events with EventTime, 5 with integer time.
+        wait_count(&s.http, "go.events", 10);
+        let rows = query(
+            &s.http,
+            "SELECT n, msg, bin, nested FROM go.events ORDER BY n",
+        );
+        assert_eq!(rows.len(), 10);
+        for (i, r) in rows.iter().enumerate() {
+            let n = (i / 2) as i64;
+            assert_eq!(r["n"].as_i64(), Some(n), "{r}");
+            assert_eq!(
+                r["msg"].as_str(),
+                Some(format!("hello {n}").as_str()),
+                "{r}"
+            );
+            assert_eq!(r["bin"].as_str(), Some("0001ff"), "binary as hex: {r}");
+            // A nested map is a struct; a list of mixed types is a list of their texts (the
+            // JSON readers' rule for mixed lists).
+            let nested = &r["nested"];
+            assert_eq!(nested["f"], 1.5, "{r}");
+            assert_eq!(
+                json_of(&nested["list"]),
+                serde_json::json!(["1", "x", "true"]),
+                "{r}"
+            );
+        }
+        // EventTime keeps nanoseconds to the microsecond; integer time is whole seconds.
+        let times = query(
+            &s.http,
+            "SELECT CAST(time AS VARCHAR) AS t FROM go.events WHERE n = 1 ORDER BY time",
+        );
+        let t: Vec<&str> = times.iter().map(|r| r["t"].as_str().unwrap()).collect();
+        assert_eq!(
+            t,
+            ["2023-11-14T22:13:21Z", "2023-11-14T22:13:21.123456Z"],
+            "{times:?}"
+        );
+    }
+    if py {
+        // send_events.py: 3 EventTime + 3 integer-time events (Message mode), a PackedForward
+        // and a gzip CompressedPackedForward chunk of 4 each, both acknowledged.
+        wait_count(&s.http, "py.events", 14);
+        let rows = query(&s.http, "SELECT n FROM py.events ORDER BY n");
+        let ns: Vec<i64> = rows.iter().map(|r| r["n"].as_i64().unwrap()).collect();
+        assert_eq!(ns, [0, 1, 2, 10, 11, 12, 20, 20, 21, 21, 22, 22, 23, 23]);
+    }
+    let tcp_expected = if lg { 5 } else { 0 } + if rsys.is_some() { 5 } else { 0 };
+    if tcp_expected > 0 {
+        wait_count(&s.http, "syslog.tcp", tcp_expected);
+        wait_count(&s.http, "syslog.udp", tcp_expected);
+        for table in ["syslog.tcp", "syslog.udp"] {
+            let rows = query(
+                &s.http,
+                &format!("SELECT message FROM {table} ORDER BY message"),
+            );
+            let mut want: Vec<String> = Vec::new();
+            if lg {
+                let proto = if table == "syslog.tcp" { "tcp" } else { "udp" };
+                want.extend((0..5).map(|i| format!("logger-{proto} {i}")));
+            }
+            if rsys.is_some() {
+                want.extend((0..5).map(|i| format!("rsyslog-forwarded {i}")));
+            }
+            want.sort();
+            let got: Vec<String> = rows
+                .iter()
+                .map(|r| r["message"].as_str().unwrap().trim().to_string())
+                .collect();
+            assert_eq!(got, want, "{table}");
+        }
+    }
+    drop(rsys.take());
+
+    // Flight SQL through ADBC answers what HTTP answers.
+    if let Some(py) = python_with("adbc_driver_flightsql.dbapi") {
+        let queries = serde_json::json!({
+            "tables": "SELECT 'go' AS t, count(*) AS n FROM go.events UNION ALL SELECT 'py', count(*) FROM py.events ORDER BY t",
+            "syslog": "SELECT message FROM syslog.tcp ORDER BY message",
+        });
+        let out = run(
+            Command::new(py).args([
+                "-c",
+                ADBC_SCRIPT,
+                &format!("grpc://{}", s.flight),
+                &queries.to_string(),
+            ]),
+            "adbc-driver-flightsql client",
+        );
+        let got: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        for (name, sql) in queries.as_object().unwrap() {
+            let http: Vec<Vec<serde_json::Value>> = query(&s.http, sql.as_str().unwrap())
+                .into_iter()
+                .map(|r| r.as_object().unwrap().values().cloned().collect())
+                .collect();
+            assert_eq!(got[name], serde_json::json!(http), "{name}");
+        }
+    } else {
+        missing("python with adbc-driver-flightsql (scripts/pyenv.sh)");
+    }
+
+    // A clean stop writes everything to the lake's files.
+    let before: Vec<(String, i64)> = ["go.events", "py.events", "syslog.tcp", "syslog.udp"]
+        .iter()
+        .map(|t| (t.to_string(), count(&s.http, t)))
+        .collect();
+    run(
+        Command::new("kill").args(["-TERM", &s.child.0.id().to_string()]),
+        "kill -TERM",
+    );
+    let status = s.child.0.wait().unwrap();
+    assert!(status.success(), "silt serve exited with {status}");
+    for (table, n) in before {
+        if n == 0 {
+            continue;
+        }
+        let out = run(
+            Command::new(SILT)
+                .args(["query", "--lake"])
+                .arg(dir.path().join("lake"))
+                .args(["--format", "csv"])
+                .arg(format!("SELECT count(*) FROM {table}")),
+            "silt query",
+        );
+        assert_eq!(out.lines().nth(1), Some(n.to_string().as_str()), "{table}");
+    }
+}
