@@ -73,7 +73,8 @@ pub enum Appended {
 
 struct Append {
     entry: Entry,
-    done: oneshot::Sender<anyhow::Result<u64>>,
+    /// Taken when answered.
+    done: Option<oneshot::Sender<anyhow::Result<u64>>>,
 }
 
 /// Counters of the log, for `/metrics`.
@@ -363,7 +364,10 @@ impl Wal {
         }
         let (done, wait) = oneshot::channel();
         self.tx
-            .send(Append { entry, done })
+            .send(Append {
+                entry,
+                done: Some(done),
+            })
             .await
             .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))?;
         let seq = wait
@@ -379,7 +383,10 @@ impl Wal {
             return Ok(Some(Appended::Duplicate));
         }
         let (done, wait) = oneshot::channel();
-        match self.tx.try_send(Append { entry, done }) {
+        match self.tx.try_send(Append {
+            entry,
+            done: Some(done),
+        }) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => return Ok(None),
             Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -519,9 +526,16 @@ impl Writer {
                             }
                         }
                     }
+                    // Every append of the group is answered before any record is handed on:
+                    // handing on waits while the decoder is behind (that is the backpressure),
+                    // and an ack must not wait for it once the events are durable.
+                    for (i, a) in group.iter_mut().enumerate() {
+                        if let Some(done) = a.done.take() {
+                            let _ = done.send(Ok(first_seq + i as u64));
+                        }
+                    }
                     for (i, a) in group.into_iter().enumerate() {
                         let seq = first_seq + i as u64;
-                        let _ = a.done.send(Ok(seq));
                         if records
                             .send(Record {
                                 seq,
@@ -536,9 +550,11 @@ impl Writer {
                 Err(e) => {
                     tracing::error!("write-ahead log: {e:#}");
                     for a in group {
-                        let _ = a.done.send(Err(anyhow::anyhow!(
-                            "the write-ahead log could not make the events durable: {e:#}"
-                        )));
+                        if let Some(done) = a.done {
+                            let _ = done.send(Err(anyhow::anyhow!(
+                                "the write-ahead log could not make the events durable: {e:#}"
+                            )));
+                        }
                     }
                     // Whatever part of the group reached the file is a torn record that replay
                     // cuts off; start a fresh segment so the next group is not behind it.
