@@ -108,7 +108,7 @@ impl CidrContains {
 }
 
 /// The values of a string array of any of the three string types.
-fn strings(a: &ArrayRef) -> Result<Box<dyn Iterator<Item = Option<&str>> + '_>> {
+pub(crate) fn strings(a: &ArrayRef) -> Result<Box<dyn Iterator<Item = Option<&str>> + '_>> {
     Ok(match a.data_type() {
         DataType::Utf8 => Box::new(a.as_string::<i32>().iter()),
         DataType::LargeUtf8 => Box::new(a.as_string::<i64>().iter()),

@@ -18,6 +18,8 @@
 //! - [`timefilter`]: deriving an event-time interval from filters;
 //! - [`adapter`]: reading files whose schema differs from the table's unified schema;
 //! - [`cidr`]: the `cidr_contains(cidr, addr)` function;
+//! - [`lookup`]: `asn()`, `as_org()`, `geo_country()`, `geo_city()`, `rdns()` over the
+//!   enrichment databases (`silt-enrich`);
 //! - [`stats`]: scan statistics for `silt query --stats`;
 //! - [`output`]: csv, json, ndjson, table and parquet output.
 //!
@@ -26,6 +28,7 @@
 pub mod adapter;
 pub mod cidr;
 pub mod lake;
+pub mod lookup;
 pub mod output;
 pub mod provider;
 pub mod session;

@@ -94,6 +94,15 @@ pub fn session_config() -> SessionConfig {
 }
 
 impl SiltSession {
+    /// Registers `asn()`, `as_org()`, `geo_country()`, `geo_city()` and `rdns()` over `dbs`
+    /// (see [`crate::lookup`]).
+    pub fn with_lookups(self, dbs: Arc<silt_enrich::Databases>) -> Self {
+        for f in crate::lookup::lookup_udfs(dbs) {
+            self.ctx.register_udf(f);
+        }
+        self
+    }
+
     /// Walks the lake and registers its tables; see the module documentation.
     pub async fn open(lake: &Path) -> anyhow::Result<Self> {
         let lake = lake.to_path_buf();
