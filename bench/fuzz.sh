@@ -127,6 +127,8 @@ corpus_files() {
         suricata) find "$CORPUS/suricata" -type f -name '*.json' ;;
         pcap) find "$CORPUS/pcap" "$CORPUS/community-id" -type f -name '*.pcap' ;;
         pcapng) find "$CORPUS/pcap" -type f -name '*.pcapng' ;;
+        sflow) find "$CORPUS/flows" -type f -path "*sflow*" -name "*.pcap" ;;
+        netflow) find "$CORPUS/flows" -type f -path "*netflow*" -name "*.pcap" ;;
         json) find "$CORPUS/suricata" "$CORPUS/zeek-json" -type f -name '*.json' ;;
         docker) find "$CORPUS/weblogs/docker-json-file" -type f ;;
         access) find "$CORPUS/weblogs" -maxdepth 1 -type f -name '*access*' ;;

@@ -212,3 +212,54 @@ def pcapng(frames):
 
 put("pcapng", "epb-spb.pcapng", pcapng(frames))
 put("pcapng", "two-frames.pcapng", pcapng(frames[3:5]))
+
+
+# --- sFlow v5 and NetFlow v5 / IPFIX in captures (targets sflow, netflow) ----------------------
+def udp_frames(dport, payloads):
+    return [eth(ipv4_udp([192, 0, 2, 1], [192, 0, 2, 9], 50000, dport, p)) for p in payloads]
+
+
+def sflow_datagram(seq):
+    sampled = eth(ipv4_tcp(A, B, 40000, 443, 0x18, b"x" * 20))
+    sampled += b"\x00" * (-len(sampled) % 4)
+    raw = struct.pack(">IIII", 1, 1500, 4, len(sampled)) + sampled  # ethernet header record
+    raw_rec = struct.pack(">II", 1, len(raw)) + raw
+    switch = struct.pack(">IIII", 100, 0, 200, 0)
+    switch_rec = struct.pack(">II", 1001, len(switch)) + switch
+    flow = struct.pack(">IIIIIIII", seq, 3, 1024, 1024 * seq, 0, 3, 4, 2) + raw_rec + switch_rec
+    flow_sample = struct.pack(">II", 1, len(flow)) + flow
+    generic = struct.pack(
+        ">IIQIIQIIIIIIQIIIIII", 3, 6, 10**9, 1, 3, 123456, 100, 2, 1, 0, 0, 0, 654321, 90, 1, 1, 0, 0, 0
+    )
+    counters = struct.pack(">III", seq, 3, 1) + struct.pack(">II", 1, len(generic)) + generic
+    counter_sample = struct.pack(">II", 2, len(counters)) + counters
+    hdr = struct.pack(">II4sIIII", 5, 1, bytes([192, 0, 2, 1]), 0, seq, 3_600_000, 2)
+    return hdr + flow_sample + counter_sample
+
+
+put("sflow", "flow-and-counter.pcap", pcap(udp_frames(6343, [sflow_datagram(1), sflow_datagram(2)])))
+
+
+def nf5_datagram():
+    recs = b""
+    for i in range(2):
+        recs += struct.pack(
+            ">4s4s4sHHIIIIHHBBBBHHBBH",
+            bytes(A), bytes([8, 8, 8, 8 + i]), bytes(B), 1, 2, 10 + i, 1000 + i, 1000, 2000,
+            40000 + i, 53, 0, 0x18, 17, 0, 64500, 15169, 24, 24, 0,
+        )
+    return struct.pack(">HHIIIIBBH", 5, 2, 3_600_000, 1_700_000_000, 0, 1, 0, 0, 0) + recs
+
+
+def ipfix_datagram():
+    fields = [(8, 4), (12, 4), (7, 2), (11, 2), (4, 1), (1, 8), (2, 8), (152, 8), (153, 8)]
+    tmpl = struct.pack(">HH", 256, len(fields)) + b"".join(struct.pack(">HH", f, l) for f, l in fields)
+    tset = struct.pack(">HH", 2, 4 + len(tmpl)) + tmpl
+    rec = struct.pack(">4s4sHHBQQQQ", bytes(A), bytes(B), 40000, 443, 6, 1500, 3, 1_700_000_000_000, 1_700_000_001_000)
+    dset = struct.pack(">HH", 256, 4 + len(rec)) + rec
+    body = tset + dset
+    return struct.pack(">HHIII", 10, 16 + len(body), 1_700_000_001, 1, 7) + body
+
+
+put("netflow", "v5.pcap", pcap(udp_frames(2055, [nf5_datagram()])))
+put("netflow", "ipfix-template-and-data.pcap", pcap(udp_frames(4739, [ipfix_datagram()])))

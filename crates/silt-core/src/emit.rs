@@ -87,6 +87,10 @@ pub trait Emit {
     /// to be emitted, in batches for it). Gives the per-table "bytes in" and compression ratio;
     /// header and rejected lines count for no table. Readers call it once per batch.
     fn table_bytes(&mut self, _table: &TableName, _bytes: u64) {}
+    /// A line for the run's summary that is neither rows nor a reject: what a decoder counted
+    /// along the way (flow-export sequence gaps, data held for a template that never came).
+    /// Decoders send them when the stream ends.
+    fn note(&mut self, _line: String) {}
 }
 
 /// An [`Emit`] that keeps everything in memory; for tests and small tools.

@@ -97,6 +97,16 @@ pub static TARGETS: &[Target] = &[
         accounting: Accounting::None,
     },
     Target {
+        name: "sflow",
+        format: "sflow",
+        accounting: Accounting::None,
+    },
+    Target {
+        name: "netflow",
+        format: "netflow",
+        accounting: Accounting::None,
+    },
+    Target {
         name: "json",
         format: "json",
         accounting: Accounting::NonBlankLines,

@@ -132,6 +132,7 @@ enum Msg {
     Reject(Reject),
     Progress(u64),
     TableBytes(TableName, u64),
+    Note(String),
     Checkpoint(Checkpoint),
 }
 
@@ -184,6 +185,9 @@ impl Emit for ChannelEmit {
     fn table_bytes(&mut self, table: &TableName, bytes: u64) {
         let _ = self.send(Msg::TableBytes(table.clone(), bytes));
     }
+    fn note(&mut self, line: String) {
+        let _ = self.send(Msg::Note(line));
+    }
 }
 
 /// Where the pipeline is, for an [`Observer`].
@@ -235,7 +239,8 @@ pub struct RunReport {
     pub formats: BTreeMap<&'static str, u64>,
     /// Checkpoints acknowledged (the sink committed everything before them).
     pub acknowledged: Vec<Checkpoint>,
-    /// What the transforms say they did.
+    /// What the decoders noted (`Emit::note`) and the transforms say they did, for the
+    /// summary.
     pub transform_reports: Vec<String>,
     /// Commits that made data durable.
     pub commits: u64,
@@ -328,7 +333,9 @@ impl Pipeline {
             }
         }
         report.formats = decoders.formats_used.lock().expect("not poisoned").clone();
-        report.transform_reports = self.transforms.iter().flat_map(|t| t.report()).collect();
+        report
+            .transform_reports
+            .extend(self.transforms.iter().flat_map(|t| t.report()));
         Ok((source, report))
     }
 
@@ -376,6 +383,7 @@ impl Pipeline {
                 }
                 Some(Msg::Progress(n)) => sink.progress(n),
                 Some(Msg::TableBytes(t, n)) => sink.table_bytes(&t, n),
+                Some(Msg::Note(line)) => report.transform_reports.push(line),
                 Some(Msg::Checkpoint(c)) => {
                     report.streams.push(StreamReport {
                         checkpoint: c.clone(),

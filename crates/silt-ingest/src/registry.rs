@@ -16,6 +16,8 @@ pub static FORMATS: &[&FormatSpec] = &[
     &silt_readers::zeek::FORMAT,
     &silt_readers::suricata::FORMAT,
     &silt_pcap::FORMAT,
+    &silt_flowexport::SFLOW_FORMAT,
+    &silt_flowexport::NETFLOW_FORMAT,
     &silt_logs::avro::FORMAT,
     &silt_logs::docker::FORMAT,
     &silt_access::FORMAT,
