@@ -17,9 +17,7 @@ pub struct Engine(pub Arc<Shared>);
 
 impl Engine {
     fn session(&self) -> Result<silt_query::SiltSession, String> {
-        let snap = self.0.live.snapshot();
-        silt_query::SiltSession::live(snap.index, snap.tails, self.0.cfg.query_memory)
-            .map_err(|e| format!("{e:#}"))
+        self.0.session().map_err(|e| format!("{e:#}"))
     }
 }
 

@@ -41,6 +41,8 @@ pub struct IngestConfig {
     pub options: FormatOptions,
     /// Transforms per table (a route's `--parse-field`).
     pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
+    /// Transforms of every table, after the table's own (`--enrich`).
+    pub all_tables: Vec<Box<dyn Transform>>,
     pub flush_age: Duration,
     /// In-memory bytes of a generation that seal it.
     pub flush_bytes: usize,
@@ -184,7 +186,7 @@ impl Ingest {
                 file_name: None,
             }
         };
-        let decoded = silt_ingest::registry::require(&r.entry.format)
+        let decoded = crate::flows::format(&r.entry.format)
             .and_then(|spec| (spec.open)(&self.cfg.options, &info))
             .and_then(|mut d| {
                 d.feed(&r.entry.body, &mut out)?;
@@ -202,8 +204,14 @@ impl Ingest {
         self.started.get_or_insert_with(Instant::now);
         self.stats.records.fetch_add(1, Ordering::Relaxed);
         for (t, b) in out.batches {
-            let b = match self.cfg.transforms.get_mut(&t) {
-                Some(ts) => match silt_core::transform::apply_all(ts, &t, b.clone()) {
+            let mut b = b;
+            let per_table = self.cfg.transforms.get_mut(&t).map(|v| v.as_mut_slice());
+            for ts in [per_table, Some(self.cfg.all_tables.as_mut_slice())]
+                .into_iter()
+                .flatten()
+                .filter(|ts| !ts.is_empty())
+            {
+                b = match silt_core::transform::apply_all(ts, &t, b.clone()) {
                     Ok(b) => b,
                     Err(e) => {
                         // The rows are kept as they came (never dropped); the log says why
@@ -211,9 +219,8 @@ impl Ingest {
                         tracing::error!("{t}: transform failed, rows kept untransformed: {e:#}");
                         b
                     }
-                },
-                None => b,
-            };
+                };
+            }
             if b.num_rows() == 0 {
                 continue;
             }

@@ -29,6 +29,7 @@
 //! sockets it is told to listen on.
 
 pub mod flight;
+pub mod flows;
 pub mod forward;
 pub mod http;
 pub mod ingest;
@@ -80,6 +81,8 @@ pub struct ServeConfig {
     pub tails: Vec<tail::TailSpec>,
     /// syslog listeners.
     pub syslogs: Vec<syslog::SyslogSpec>,
+    /// `--sflow` / `--netflow` listeners.
+    pub flows: Vec<flows::FlowSpec>,
     /// Bearer token for the APIs.
     pub token: Option<String>,
     /// Allow binding a non-loopback address without a token.
@@ -88,6 +91,8 @@ pub struct ServeConfig {
     pub options: FormatOptions,
     /// Transforms per table (routes' `--parse-field`).
     pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
+    /// Transforms of every table, after the table's own (`--enrich`).
+    pub all_tables: Vec<Box<dyn Transform>>,
     pub flush_age: Duration,
     pub flush_bytes: usize,
     /// Rows in memory beyond which HTTP ingest answers 503.
@@ -98,6 +103,8 @@ pub struct ServeConfig {
     pub max_body: usize,
     pub query_timeout: Duration,
     pub query_memory: Option<usize>,
+    /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
+    pub lookups: Option<Arc<silt_enrich::Databases>>,
 }
 
 impl ServeConfig {
@@ -112,11 +119,13 @@ impl ServeConfig {
             flight: None,
             tails: Vec::new(),
             syslogs: Vec::new(),
+            flows: Vec::new(),
             token: None,
             insecure: false,
             writer: WriterConfig::default(),
             options: FormatOptions::default(),
             transforms: HashMap::new(),
+            all_tables: Vec::new(),
             flush_age: Duration::from_secs(60),
             flush_bytes: 64 << 20,
             memory_bytes: 512 << 20,
@@ -125,6 +134,7 @@ impl ServeConfig {
             max_body: 64 << 20,
             query_timeout: Duration::from_secs(300),
             query_memory: None,
+            lookups: None,
         }
     }
 
@@ -141,6 +151,13 @@ impl ServeConfig {
                 s.addr.ip().is_loopback() || self.insecure,
                 "refusing to take syslog on {} (syslog has no authentication): give --insecure to accept that",
                 s.addr
+            );
+        }
+        for f in &self.flows {
+            anyhow::ensure!(
+                f.addr.ip().is_loopback() || self.insecure,
+                "refusing to take flow export on {} (sFlow and NetFlow have no authentication): give --insecure to accept that",
+                f.addr
             );
         }
         for a in self.forward.iter() {
@@ -165,6 +182,7 @@ pub struct Shared {
     pub ingest: Arc<IngestStats>,
     pub forward: Arc<silt_forward::ForwardStats>,
     pub syslog: Arc<syslog::SyslogStats>,
+    pub flow_stats: Arc<flows::FlowStats>,
     pub metrics: ServerMetrics,
     pub started: Instant,
 }
@@ -176,6 +194,8 @@ pub struct SharedConfig {
     pub memory_bytes: usize,
     pub query_timeout: Duration,
     pub query_memory: Option<usize>,
+    /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
+    pub lookups: Option<Arc<silt_enrich::Databases>>,
 }
 
 impl Shared {
@@ -184,11 +204,17 @@ impl Shared {
         self.ingest.memory_bytes.load(Ordering::Relaxed) as usize > self.cfg.memory_bytes
     }
 
+    /// A query session over the lake and the rows in memory, as they are now.
+    pub fn session(&self) -> anyhow::Result<silt_query::SiltSession> {
+        let snap = self.live.snapshot();
+        let s = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
+        // Registered without databases too: asn(), rdns(), ... then say which option they need.
+        Ok(s.with_lookups(self.cfg.lookups.clone().unwrap_or_default()))
+    }
+
     /// Runs one read-only statement over the lake and the rows in memory.
     pub async fn run_query(&self, sql: &str) -> anyhow::Result<silt_query::QueryResult> {
-        let snap = self.live.snapshot();
-        let session = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
-        session.query(sql).await
+        self.session()?.query(sql).await
     }
 }
 
@@ -204,6 +230,8 @@ pub struct Server {
     /// Where each syslog listener listens, in the order given: (`tcp` or `udp`, address,
     /// table).
     pub syslog_addrs: Vec<(&'static str, SocketAddr, String)>,
+    /// Where each `--sflow` / `--netflow` listener listens.
+    pub flow_addrs: Vec<(flows::FlowProtocol, SocketAddr)>,
     pub forward_stats: Arc<silt_forward::ForwardStats>,
     /// What recovery did at start, for the log.
     pub recovery: Vec<String>,
@@ -295,8 +323,13 @@ impl Server {
             ingest::IngestConfig {
                 lake: lake.clone(),
                 writer: cfg.writer.clone(),
-                options: cfg.options,
+                // NetFlow v9/IPFIX templates for the server's lifetime (`flows`).
+                options: {
+                    let c: silt_flowexport::CaptureOptions = cfg.options.get_or_default();
+                    cfg.options.with(c)
+                },
                 transforms: cfg.transforms,
+                all_tables: cfg.all_tables,
                 flush_age: cfg.flush_age,
                 flush_bytes: cfg.flush_bytes,
             },
@@ -313,12 +346,14 @@ impl Server {
                 memory_bytes: cfg.memory_bytes,
                 query_timeout: cfg.query_timeout,
                 query_memory: cfg.query_memory,
+                lookups: cfg.lookups.clone(),
             },
             wal,
             live,
             ingest: stats,
             forward: Arc::new(silt_forward::ForwardStats::new()),
             syslog: Arc::new(syslog::SyslogStats::default()),
+            flow_stats: Arc::new(flows::FlowStats::default()),
             metrics: ServerMetrics::default(),
             started: Instant::now(),
         });
@@ -433,6 +468,20 @@ impl Server {
                 )));
             }
         }
+        let mut flow_addrs = Vec::new();
+        for spec in cfg.flows {
+            let u = tokio::net::UdpSocket::bind(spec.addr)
+                .await
+                .with_context(|| format!("cannot bind udp {} (--sflow/--netflow)", spec.addr))?;
+            flow_addrs.push((spec.protocol, u.local_addr()?));
+            tasks.push(tokio::spawn(flows::serve_udp(
+                u,
+                spec.protocol,
+                shared.clone(),
+                shared.flow_stats.clone(),
+                stopped.clone(),
+            )));
+        }
         if !cfg.tails.is_empty() {
             let h = tail::start(
                 cfg.tails,
@@ -452,6 +501,7 @@ impl Server {
             forward_addr,
             flight_addr,
             syslog_addrs,
+            flow_addrs,
             forward_stats,
             recovery,
             stop,

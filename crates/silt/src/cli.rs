@@ -81,6 +81,10 @@ silt serve --config silt.toml takes the same settings from a file (docs/silt.exa
     /// Generate realistic synthetic Zeek logs, Suricata EVE, packet captures or Docker nginx logs
     /// (for tests, demos and benchmarks).
     Generate(GenerateArgs),
+    /// Build a lookup index: `silt index rdns FILE.csv.gz -o rdns.idx` (reverse DNS for
+    /// `--enrich rdns` and the SQL function rdns()).
+    #[command(subcommand)]
+    Index(IndexCommand),
     /// Print a CREATE statement that lets Athena, Trino, Spark or DuckDB read a lake table in place.
     #[command(
         after_help = "Examples:\n  silt ddl --dialect duckdb zeek.conn --lake ./lake | duckdb\n  \
@@ -207,6 +211,8 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub pcap: PcapArgs,
     #[command(flatten)]
+    pub enrich: EnrichArgs,
+    #[command(flatten)]
     pub write: WriteOpts,
     /// Exit with status 2 if any record was rejected (everything valid is still written).
     #[arg(long)]
@@ -311,6 +317,8 @@ pub struct ImportArgs {
     #[command(flatten)]
     pub pcap: PcapArgs,
     #[command(flatten)]
+    pub enrich: EnrichArgs,
+    #[command(flatten)]
     pub write: WriteOpts,
     /// Exit with status 2 if any line was rejected (everything valid is still imported).
     #[arg(long)]
@@ -361,6 +369,8 @@ pub struct QueryArgs {
     /// Print files, row groups and bytes scanned against the totals (to standard error).
     #[arg(long)]
     pub stats: bool,
+    #[command(flatten)]
+    pub lookup: LookupArgs,
     /// Let `COPY (...) TO 'path'` write the file it names. Without it queries are read-only:
     /// CREATE, DROP, INSERT, SET and COPY are refused (use -o FILE to save a result).
     #[arg(long)]
@@ -391,6 +401,12 @@ pub struct ServeArgs {
     /// newline framing), optionally =TABLE (default syslog.messages); repeatable.
     #[arg(long = "syslog", value_name = "udp|tcp://HOST:PORT[=TABLE]")]
     pub syslogs: Vec<String>,
+    /// sFlow v5 listener: udp://HOST:PORT (tables sflow.sample, sflow.counter); repeatable.
+    #[arg(long = "sflow", value_name = "udp://HOST:PORT")]
+    pub sflows: Vec<String>,
+    /// NetFlow v5/v9 and IPFIX listener: udp://HOST:PORT (table netflow.flow); repeatable.
+    #[arg(long = "netflow", value_name = "udp://HOST:PORT")]
+    pub netflows: Vec<String>,
     /// Follow files: [FORMAT:]GLOB (e.g. '/opt/zeek/logs/current/*.log',
     /// suricata:/var/log/suricata/eve.json); new files, rotation by rename and copytruncate,
     /// Zeek header blocks; read positions are kept with the data (repeatable).
@@ -436,7 +452,43 @@ pub struct ServeArgs {
     #[arg(long, value_parser = parse_bytes)]
     pub query_memory: Option<usize>,
     #[command(flatten)]
+    pub enrich: EnrichArgs,
+    #[command(flatten)]
     pub write: WriteOpts,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum IndexCommand {
+    /// A reverse-DNS index from Rapid7-style CSV (`ip,name` per line, gzip detected; a header
+    /// line is skipped, a repeated address keeps its first name), built in bounded memory
+    /// (external sort) from inputs far larger than memory; memory-mapped at lookup.
+    #[command(
+        after_help = "Example:\n  silt index rdns rdns.csv.gz -o rdns.idx --memory 512MiB\n  \
+silt import zeek conn.log --lake ./lake --enrich rdns --rdns rdns.idx\n  \
+silt query --lake ./lake --rdns rdns.idx \"SELECT rdns(id.resp_h) AS name, count(*) FROM zeek.conn GROUP BY 1 ORDER BY 2 DESC LIMIT 10\"\n\n\
+Bad lines are counted, kept in <output>.rejects (line, reason, text) and summarised; --strict \
+makes any of them a non-zero exit (status 2). The index appears atomically (temporary name, \
+fsync, rename). Format: crates/silt-rdns/FORMAT.md."
+    )]
+    Rdns(IndexRdnsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct IndexRdnsArgs {
+    /// The CSV file (`-` for standard input); gzip is detected.
+    pub input: PathBuf,
+    /// The index file to write.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Memory for the sort (the run buffer, then the merge); peak RSS is about this plus ~30 MiB.
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub memory: usize,
+    /// Directory for the sorted runs (needs about a third of the gzip'd input).
+    #[arg(long)]
+    pub tmp_dir: Option<PathBuf>,
+    /// Exit with status 2 if any line was rejected.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args, Debug)]
@@ -634,9 +686,46 @@ pub struct BenchArgs {
 }
 
 /// Options of `silt import pcap` only.
+/// The databases enrichment and the SQL functions asn(), as_org(), geo_country(),
+/// geo_city() and rdns() look addresses up in (docs/enrich.md).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Enrichment databases")]
+pub struct LookupArgs {
+    /// A MaxMind DB file: GeoLite2/GeoIP2 ASN, Country, City or ISP (the kind is read from the
+    /// file); repeatable, one per kind.
+    #[arg(long = "mmdb", value_name = "FILE")]
+    pub mmdb: Vec<PathBuf>,
+    /// An IP range map in CSV (gzip allowed): MaxMind GeoLite2 ASN/Country/City blocks (with
+    /// their Locations file next to them) or `ipIntStart,ipIntEnd,AS name`; repeatable.
+    #[arg(long = "ip-ranges", value_name = "FILE")]
+    pub ip_ranges: Vec<PathBuf>,
+    /// The reverse-DNS index built by `silt index rdns`.
+    #[arg(long, value_name = "INDEX")]
+    pub rdns: Option<PathBuf>,
+}
+
+/// `--enrich`: columns added next to each address column (docs/enrich.md).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Enrichment")]
+pub struct EnrichArgs {
+    /// Add columns next to every address column: asn (`<p>_asn`, `<p>_as_org`), geo
+    /// (`<p>_country`, and `<p>_city` with a City database), rdns (`<p>_rdns`), where `<p>` is
+    /// the column's name without `_h`/`_ip`/`_addr` (id.orig_h -> orig_asn); comma-separated.
+    #[arg(long, value_name = "asn,geo,rdns")]
+    pub enrich: Option<String>,
+    /// Enrich only these columns (comma-separated; default: every address column).
+    #[arg(long, value_name = "COLS", requires = "enrich")]
+    pub enrich_columns: Option<String>,
+    #[command(flatten)]
+    pub lookup: LookupArgs,
+}
+
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "PCAP options")]
 pub struct PcapArgs {
+    /// sflow / netflow formats: only UDP datagrams to this port (default: every UDP datagram).
+    #[arg(long)]
+    pub port: Option<u16>,
     /// Also write bidirectional flow records (table pcap.flow) next to the packets.
     #[arg(long)]
     pub flows: bool,

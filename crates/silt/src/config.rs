@@ -11,8 +11,8 @@
 //! The file becomes flags, which go through the same parser as the command line (so a value
 //! is checked, and its error worded, exactly as on the command line); flags given on the
 //! command line come after the file's, so a single-valued flag there overrides the file and a
-//! repeatable one adds to its list. Relative paths in the file (`lake`, the `*-file` keys, the
-//! path of a `tail`) are relative to the file's directory, not to the working directory, so a
+//! repeatable one adds to its list. Relative paths in the file (`lake`, the `*-file` keys,
+//! `mmdb`, `ip-ranges`, `rdns`, the path of a `tail`) are relative to the file's directory, not to the working directory, so a
 //! service manager can start `silt serve --config /etc/silt/silt.toml` from anywhere.
 //!
 //! Touches only the file it is given; the command line parser is `crate::cli`.
@@ -31,6 +31,9 @@ const PATH_KEYS: &[&str] = &[
     "token-file",
     "forward-shared-key-file",
     "forward-users-file",
+    "mmdb",
+    "ip-ranges",
+    "rdns",
 ];
 
 /// `silt serve` arguments from `config` with `cli` (the command line's arguments after `serve`)

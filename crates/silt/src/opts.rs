@@ -14,7 +14,7 @@ use silt_lake::WriterConfig;
 use silt_logs::{LogOptions, TargetSchema};
 use silt_pcap::PcapOptions;
 
-use crate::cli::{AccessArgs, LogArgs, PcapArgs, WriteOpts};
+use crate::cli::{AccessArgs, EnrichArgs, LogArgs, LookupArgs, PcapArgs, WriteOpts};
 
 /// The writer configuration from `--store`, `--codec`, ... (validated).
 pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
@@ -147,7 +147,12 @@ pub fn format_options(
     Ok(FormatOptions::new(ReadOptions { batch_rows })
         .with(log_options(log, format)?)
         .with(access_options(access, log.table.as_deref())?)
-        .with(pcap_options(pcap, batch_rows)?))
+        .with(pcap_options(pcap, batch_rows)?)
+        .with(silt_flowexport::CaptureOptions {
+            port: pcap.port,
+            community_id_seed: pcap.community_id_seed,
+            templates: Default::default(),
+        }))
 }
 
 /// `auto` (detection per input; with `extension_first`, a file extension that names a format
@@ -185,6 +190,7 @@ pub fn pipeline(
     log: &LogArgs,
     access: &AccessArgs,
     pcap: &PcapArgs,
+    enrich: &EnrichArgs,
     batch_rows: usize,
 ) -> anyhow::Result<Pipeline> {
     let (name, fixed) = match choice {
@@ -199,5 +205,62 @@ pub fn pipeline(
     if let Some(t) = parse_field(access, fixed)? {
         p = p.with_transform(t);
     }
+    let l = &enrich.lookup;
+    anyhow::ensure!(
+        enrich.enrich.is_some() || (l.mmdb.is_empty() && l.ip_ranges.is_empty() && l.rdns.is_none()),
+        "--mmdb, --ip-ranges and --rdns are the databases of --enrich: add --enrich asn,geo,rdns (or the attributes you want)"
+    );
+    if let Some(t) = enricher(enrich)? {
+        p = p.with_transform(Box::new(t));
+    }
     Ok(p)
+}
+
+/// The enrichment databases `l` names, opened and checked now (a bad file is an error at
+/// start, never empty columns later); `None` when it names none.
+pub fn databases(l: &LookupArgs) -> anyhow::Result<Option<silt_enrich::Databases>> {
+    if l.mmdb.is_empty() && l.ip_ranges.is_empty() && l.rdns.is_none() {
+        return Ok(None);
+    }
+    let mut dbs = silt_enrich::Databases::new();
+    for p in &l.mmdb {
+        dbs.add_mmdb(p)
+            .map_err(|e| anyhow::anyhow!("--mmdb {}: {e:#}", p.display()))?;
+    }
+    for p in &l.ip_ranges {
+        let lines = dbs
+            .add_file(p)
+            .map_err(|e| anyhow::anyhow!("--ip-ranges {}: {e:#}", p.display()))?;
+        for line in lines {
+            tracing::info!("--ip-ranges {}: {line}", p.display());
+        }
+    }
+    if let Some(p) = &l.rdns {
+        dbs.set_names(std::sync::Arc::new(silt_enrich::RdnsNames::open(p)?));
+    }
+    Ok(Some(dbs))
+}
+
+/// `--enrich` as a transform (with the databases checked against the attributes asked for);
+/// `None` without `--enrich`.
+pub fn enricher(e: &EnrichArgs) -> anyhow::Result<Option<silt_enrich::Enricher>> {
+    let Some(spec) = e.enrich.as_deref() else {
+        return Ok(None);
+    };
+    let dbs = databases(&e.lookup)?;
+    let attrs: silt_enrich::Attrs = spec.parse()?;
+    let dbs = dbs.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--enrich {spec} needs databases: --mmdb FILE (GeoLite2/GeoIP2 ASN, Country, City), --ip-ranges FILE.csv, --rdns INDEX"
+        )
+    })?;
+    let mut cfg = silt_enrich::EnrichConfig::new(attrs);
+    cfg.columns = e.enrich_columns.as_deref().map(|c| {
+        c.split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    });
+    Ok(Some(silt_enrich::Enricher::new(cfg, dbs)?))
 }

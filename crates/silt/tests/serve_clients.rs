@@ -3,7 +3,8 @@
 //! Docker's fluentd log driver; crates/silt-forward/tests/go) and Python's `fluent-logger`
 //! (crates/silt-forward/tests/python) over Forward, util-linux `logger` and Debian's `rsyslog`
 //! (forwarding over TCP with octet counting and over UDP) into the syslog listeners, and Python
-//! `adbc-driver-flightsql` asking Flight SQL what HTTP `/v1/query` answers. Every event is
+//! `adbc-driver-flightsql` asking Flight SQL what HTTP `/v1/query` answers; NetFlow v5 and sFlow
+//! datagrams into `--netflow` / `--sflow`. Every event is
 //! then checked by its values in the server's answers, and in the lake after a clean stop.
 //!
 //! A missing client (Go, the Python packages, logger, rsyslogd) skips its part with a message,
@@ -85,6 +86,8 @@ struct Serve {
     flight: String,
     syslog_tcp: String,
     syslog_udp: String,
+    sflow: String,
+    netflow: String,
 }
 
 /// Starts `silt serve --config` and reads every listener's address from its banner.
@@ -97,6 +100,8 @@ http = "127.0.0.1:0"
 forward = "127.0.0.1:0"
 flight = "127.0.0.1:0"
 syslog = ["tcp://127.0.0.1:0=syslog.tcp", "udp://127.0.0.1:0=syslog.udp"]
+sflow = ["udp://127.0.0.1:0"]
+netflow = ["udp://127.0.0.1:0"]
 flush-age = "500ms"
 
 [[route]]
@@ -150,14 +155,24 @@ table = "py.events"
         http: field("http "),
         forward: field("forward "),
         flight: after(field("flight "), "grpc://"),
+        sflow: after(field("sflow "), "udp://"),
+        netflow: after(field("netflow "), "udp://"),
         syslog_tcp: banner
             .iter()
-            .find_map(|l| l.split("tcp://").nth(1))
+            .find_map(|l| {
+                l.contains("syslog")
+                    .then(|| l.split("tcp://").nth(1))
+                    .flatten()
+            })
             .map(|r| r.split_whitespace().next().unwrap().to_string())
             .expect("syslog tcp line"),
         syslog_udp: banner
             .iter()
-            .find_map(|l| l.split("udp://").nth(1))
+            .find_map(|l| {
+                l.contains("syslog")
+                    .then(|| l.split("udp://").nth(1))
+                    .flatten()
+            })
             .map(|r| r.split_whitespace().next().unwrap().to_string())
             .expect("syslog udp line"),
         child: Reap(child),
@@ -368,6 +383,71 @@ action(type="omfwd" target="{uh}" port="{up}" protocol="udp")
     Some(child)
 }
 
+/// A NetFlow v5 datagram of `n` flows (10.0.0.1:40000+i -> 10.0.0.2:53, UDP, 1000 bytes).
+fn netflow_v5(n: u16, seq: u32) -> Vec<u8> {
+    let mut d = Vec::new();
+    d.extend(5u16.to_be_bytes());
+    d.extend(n.to_be_bytes());
+    for v in [3_600_000u32, 1_700_000_000, 0, seq] {
+        d.extend(v.to_be_bytes());
+    }
+    d.extend([0, 0, 0, 0]);
+    for i in 0..n {
+        d.extend([10, 0, 0, 1, 10, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0, 2]);
+        for v in [10u32, 1000, 1000, 2000] {
+            d.extend(v.to_be_bytes());
+        }
+        d.extend((40000 + i).to_be_bytes());
+        d.extend([0, 53, 0, 0, 17, 0, 0, 0, 0, 0, 24, 24, 0, 0]);
+    }
+    d
+}
+
+/// The UDP payloads of a classic little-endian pcap of Ethernet/IPv4/UDP frames (the fuzz
+/// seeds' captures, hand-made by fuzz/seeds/make_seeds.py).
+fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let len = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        let frame = &pcap[at + 16..at + 16 + len];
+        out.push(frame[14 + 20 + 8..].to_vec());
+        at += 16 + len;
+    }
+    out
+}
+
+fn flow_export(s: &Serve) {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for seq in 0..3 {
+        sock.send_to(&netflow_v5(2, seq * 2), &s.netflow).unwrap();
+    }
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/sflow/flow-and-counter.pcap");
+    for p in udp_payloads(&std::fs::read(seed).unwrap()) {
+        sock.send_to(&p, &s.sflow).unwrap();
+    }
+    wait_count(&s.http, "netflow.flow", 6);
+    let r = query(
+        &s.http,
+        "SELECT exporter, count(DISTINCT sport) AS ports, sum(bytes) AS bytes FROM netflow.flow GROUP BY 1",
+    );
+    assert_eq!(
+        r,
+        [serde_json::json!({"exporter": "127.0.0.1", "ports": 2, "bytes": 6000})]
+    );
+    wait_count(&s.http, "sflow.sample", 2);
+    wait_count(&s.http, "sflow.counter", 2);
+    let r = query(
+        &s.http,
+        "SELECT src, dst, dport, src_vlan FROM sflow.sample ORDER BY sample_seq",
+    );
+    assert_eq!(
+        r[0],
+        serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "dport": 443, "src_vlan": 100})
+    );
+}
+
 const ADBC_SCRIPT: &str = r#"
 import json, sys
 import adbc_driver_flightsql.dbapi as flight_sql
@@ -389,6 +469,7 @@ fn real_clients_against_silt_serve() {
     let py = python_client(&s.forward);
     let lg = logger_client(&s.syslog_tcp, &s.syslog_udp);
     let mut rsys = rsyslog_client(&s.syslog_tcp, &s.syslog_udp, dir.path());
+    flow_export(&s);
 
     if go {
         // fluent-logger-golang with RequestAck: 5 events with EventTime, 5 with integer time.
@@ -492,10 +573,18 @@ fn real_clients_against_silt_serve() {
     }
 
     // A clean stop writes everything to the lake's files.
-    let before: Vec<(String, i64)> = ["go.events", "py.events", "syslog.tcp", "syslog.udp"]
-        .iter()
-        .map(|t| (t.to_string(), count(&s.http, t)))
-        .collect();
+    let before: Vec<(String, i64)> = [
+        "go.events",
+        "py.events",
+        "syslog.tcp",
+        "syslog.udp",
+        "netflow.flow",
+        "sflow.sample",
+        "sflow.counter",
+    ]
+    .iter()
+    .map(|t| (t.to_string(), count(&s.http, t)))
+    .collect();
     run(
         Command::new("kill").args(["-TERM", &s.child.0.id().to_string()]),
         "kill -TERM",

@@ -62,7 +62,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             );
             let name = a.format.clone();
             let choice = opts::format_choice(&name, false)?;
-            let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, a.batch_rows)?;
+            let pipeline = opts::pipeline(
+                choice,
+                &a.log,
+                &a.access,
+                &a.pcap,
+                &Default::default(),
+                a.batch_rows,
+            )?;
             let inputs = silt_ingest::expand(&a.inputs)?;
             eprintln!("reading {} input(s) ({name}) ...", inputs.len());
             let shown: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();

@@ -32,7 +32,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     }
     cfg.validate().map_err(anyhow::Error::msg)?;
     let choice = opts::format_choice(a.format.as_deref().unwrap_or("auto"), true)?;
-    let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, a.batch_rows)?;
+    let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, &a.enrich, a.batch_rows)?;
     let inputs = silt_ingest::expand(&a.inputs)?;
     let output = std::path::absolute(&a.output)?;
     let root = output.parent().unwrap_or(Path::new(".")).to_path_buf();

@@ -8,7 +8,7 @@ use crate::{opts, progress, render};
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let cfg = opts::writer_config(&a.write)?;
     let choice = opts::format_choice(&a.format, false)?;
-    let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, a.batch_rows)?;
+    let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, &a.enrich, a.batch_rows)?;
     let inputs = silt_ingest::expand(&a.inputs)?;
     let mut bar = progress::Bar::new(a.quiet);
     let reimport = if a.force {

@@ -6,6 +6,7 @@ pub mod ddl;
 pub mod demo;
 pub mod generate;
 pub mod import;
+pub mod index;
 pub mod inspect;
 pub mod query;
 pub mod serve;
@@ -26,5 +27,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ddl(a) => ddl::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Index(c) => index::run(c),
     }
 }

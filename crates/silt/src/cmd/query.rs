@@ -33,10 +33,13 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
             lake.display()
         );
     }
+    let dbs = crate::opts::databases(&a.lookup)?;
     let rt = silt_query::runtime()?;
-    let session = rt
+    let mut session = rt
         .block_on(silt_query::open(&lake))?
         .allow_write(a.allow_write);
+    // Registered without databases too: asn(), rdns(), ... then say which option they need.
+    session = session.with_lookups(std::sync::Arc::new(dbs.unwrap_or_default()));
     for w in session.warnings() {
         eprintln!("warning: {w}");
     }

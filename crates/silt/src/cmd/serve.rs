@@ -65,6 +65,17 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|t| silt_serve::syslog::SyslogSpec::parse(t))
         .collect::<anyhow::Result<_>>()?;
+    use silt_serve::flows::{FlowProtocol, FlowSpec};
+    cfg.flows = a
+        .sflows
+        .iter()
+        .map(|s| FlowSpec::parse(FlowProtocol::Sflow, s))
+        .chain(
+            a.netflows
+                .iter()
+                .map(|s| FlowSpec::parse(FlowProtocol::Netflow, s)),
+        )
+        .collect::<anyhow::Result<_>>()?;
     cfg.tails = a
         .tails
         .iter()
@@ -93,6 +104,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .push(Box::new(ParseField::new(pf)));
     }
     cfg.transforms = transforms;
+    // --enrich applies to every table; the same databases answer asn(), rdns(), ... in queries.
+    if let Some(e) = crate::opts::enricher(&a.enrich)? {
+        cfg.lookups = Some(e.databases());
+        cfg.all_tables.push(Box::new(e));
+    } else if let Some(dbs) = crate::opts::databases(&a.enrich.lookup)? {
+        cfg.lookups = Some(std::sync::Arc::new(dbs));
+    }
     cfg.token = a
         .token_file
         .as_deref()
@@ -140,6 +158,18 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         for (proto, addr, table) in &server.syslog_addrs {
             eprintln!("  syslog    {proto}://{addr}  (table {table})");
+        }
+        for (p, addr) in &server.flow_addrs {
+            match p {
+                FlowProtocol::Sflow => {
+                    eprintln!("  sflow     udp://{addr}  (tables sflow.sample, sflow.counter)")
+                }
+                FlowProtocol::Netflow => {
+                    eprintln!(
+                        "  netflow   udp://{addr}  (NetFlow v5/v9, IPFIX; table netflow.flow)"
+                    )
+                }
+            }
         }
         for t in &a.tails {
             eprintln!("  tail      {t}");

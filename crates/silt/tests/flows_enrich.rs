@@ -1,0 +1,186 @@
+//! Flow export and enrichment through the CLI, on the corpus: `silt import sflow|netflow` of
+//! Akvorado's captures (a template capture serving the data capture after it), `--enrich
+//! asn,geo,rdns` with MaxMind's test databases and an index built by `silt index rdns`, the
+//! SQL functions asn(), as_org(), geo_country(), geo_city(), rdns() in `silt query`, and the
+//! errors a user gets for a bad database or a function without its database.
+
+mod common;
+
+use common::{ok, p, silt};
+
+fn rows(lake: &std::path::Path, extra: &[&str], sql: &str) -> Vec<serde_json::Value> {
+    let mut args = vec!["query", "--lake", p(lake), "--format", "ndjson"];
+    args.extend_from_slice(extra);
+    args.push(sql);
+    ok(&args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn flows_enriched_and_looked_up() {
+    let Some(corpus) = silt_testkit::corpus() else {
+        return;
+    };
+    let nf = corpus.join("flows/akvorado/netflow");
+    let sf = corpus.join("flows/akvorado/sflow");
+    let mm = corpus.join("mmdb");
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+
+    // A reverse-DNS index from CSV: a header, a bad line (kept in the rejects file), a repeat.
+    let csv = dir.path().join("rdns.csv");
+    std::fs::write(
+        &csv,
+        "ip,name\n81.2.69.142,host.example.gb\n2a0c:8880:2:0:185:21:130:38,src.example.net\nnot a line\n81.2.69.142,second.example\n",
+    )
+    .unwrap();
+    let idx = dir.path().join("rdns.idx");
+    let out = ok(&["index", "rdns", p(&csv), "-o", p(&idx)]);
+    assert!(out.contains("2 addresses"), "{out}");
+    assert!(
+        out.contains("1 duplicates") && out.contains("1 rejects"),
+        "{out}"
+    );
+    let rejects = std::fs::read_to_string(dir.path().join("rdns.idx.rejects")).unwrap();
+    assert!(rejects.contains("not a line"), "{rejects}");
+    let strict = silt(&["index", "rdns", p(&csv), "-o", p(&idx), "--strict"]);
+    assert_eq!(strict.status.code(), Some(2));
+
+    // NetFlow v9: the template capture first, then its data; v5 alone.
+    let o = ok(&[
+        "import",
+        "netflow",
+        p(&nf.join("template.pcap")),
+        p(&nf.join("data.pcap")),
+        p(&nf.join("nfv5.pcap")),
+        "--lake",
+        p(&lake),
+        "--allow-empty",
+    ]);
+    assert!(o.contains("33 events"), "{o}");
+    let r = rows(
+        &lake,
+        &[],
+        "SELECT version, count(*) AS n, sum(bytes) AS bytes FROM netflow.flow GROUP BY 1 ORDER BY 1",
+    );
+    assert_eq!(r[0]["version"], 5);
+    assert_eq!(r[0]["n"], 29);
+    assert_eq!(r[1]["version"], 9);
+    assert_eq!(r[1]["n"], 4);
+
+    // sFlow with enrichment: src/dst get asn, as_org, country, city and rdns columns.
+    let sflow: Vec<String> = std::fs::read_dir(&sf)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    let mut args = vec!["import", "sflow"];
+    args.extend(sflow.iter().map(String::as_str));
+    let asn = mm.join("GeoLite2-ASN-Test.mmdb");
+    let city = mm.join("GeoLite2-City-Test.mmdb");
+    args.extend_from_slice(&[
+        "--lake",
+        p(&lake),
+        "--enrich",
+        "asn,geo,rdns",
+        "--mmdb",
+        p(&asn),
+        "--mmdb",
+        p(&city),
+        "--rdns",
+        p(&idx),
+    ]);
+    let o = ok(&args);
+    assert!(o.contains("14 events"), "{o}");
+    let r = rows(
+        &lake,
+        &[],
+        "SELECT src, src_rdns, src_asn, dst, dst_country FROM sflow.sample WHERE src = '2a0c:8880:2:0:185:21:130:38' LIMIT 1",
+    );
+    assert_eq!(r[0]["src_rdns"], "src.example.net", "{r:?}");
+    let cols = rows(
+        &lake,
+        &[],
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'sample' ORDER BY ordinal_position",
+    );
+    let names: Vec<&str> = cols
+        .iter()
+        .map(|c| c["column_name"].as_str().unwrap())
+        .collect();
+    let at = names.iter().position(|c| *c == "src").unwrap();
+    assert_eq!(
+        &names[at..at + 6],
+        [
+            "src",
+            "src_asn",
+            "src_as_org",
+            "src_country",
+            "src_city",
+            "src_rdns"
+        ]
+    );
+
+    // The same lookups after the fact, in SQL.
+    let r = rows(
+        &lake,
+        &["--mmdb", p(&asn), "--mmdb", p(&city), "--rdns", p(&idx)],
+        "SELECT asn('1.128.0.1') AS a, as_org('1.128.0.1') AS o, geo_country('81.2.69.142') AS c, \
+         geo_city('81.2.69.142') AS ci, rdns('::ffff:81.2.69.142') AS r, rdns('10.9.9.9') AS none, \
+         asn('not an address') AS bad",
+    );
+    assert_eq!(r[0]["a"], 1221);
+    assert_eq!(r[0]["o"], "Telstra Pty Ltd");
+    assert_eq!(r[0]["c"], "GB");
+    assert_eq!(r[0]["ci"], "London");
+    assert_eq!(r[0]["r"], "host.example.gb");
+    assert!(r[0]["none"].is_null() && r[0]["bad"].is_null(), "{r:?}");
+
+    // A function without its database says which option to add.
+    let o = silt(&["query", "--lake", p(&lake), "SELECT rdns('1.1.1.1')"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("rdns() needs a reverse-DNS index: --rdns"),
+        "{e}"
+    );
+
+    // Bad databases fail at start, naming the file.
+    for bad in std::fs::read_dir(mm.join("bad")).unwrap() {
+        let bad = bad.unwrap().path();
+        if bad.extension().is_none_or(|e| e != "mmdb") {
+            continue;
+        }
+        let o = silt(&["query", "--lake", p(&lake), "--mmdb", p(&bad), "SELECT 1"]);
+        assert!(!o.status.success(), "{} accepted", bad.display());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains(bad.file_name().unwrap().to_str().unwrap()),
+            "{e}"
+        );
+    }
+    let o = silt(&["query", "--lake", p(&lake), "--rdns", p(&csv), "SELECT 1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("silt index rdns"));
+    // --enrich without databases, databases without --enrich: refused before reading input.
+    let o = silt(&[
+        "import",
+        "sflow",
+        &sflow[0],
+        "--lake",
+        p(&lake),
+        "--enrich",
+        "asn",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs databases"));
+    let o = silt(&[
+        "import",
+        "sflow",
+        &sflow[0],
+        "--lake",
+        p(&lake),
+        "--mmdb",
+        p(&asn),
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("databases of --enrich"));
+}
