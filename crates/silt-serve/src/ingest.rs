@@ -99,6 +99,11 @@ impl Emit for Collect<'_> {
         self.rejects.push(reject);
         Ok(())
     }
+    fn note(&mut self, line: String) {
+        // A decoder's counts for one log record (flow export: datagrams, sequence gaps,
+        // unknown templates); per record they are many and small, so at debug level.
+        tracing::debug!("{line}");
+    }
 }
 
 /// Starts both threads. `replayed` are the log records after the last flush (decoded first);
