@@ -33,14 +33,8 @@ fn list_of(dt: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", dt, true)))
 }
 
-fn tunnel_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("type", DataType::Utf8, true),
-        Field::new("src", DataType::Utf8, true),
-        Field::new("dst", DataType::Utf8, true),
-        Field::new("key", DataType::UInt32, true),
-    ])
-}
+// The same tunnel struct as `pcap.packet`'s (silt-pcap decodes the sampled headers).
+use silt_pcap::schema::tunnel_fields;
 
 fn record_fields() -> Fields {
     Fields::from(vec![

@@ -26,7 +26,9 @@ fn vlan_fields() -> Fields {
     ])
 }
 
-fn tunnel_fields() -> Fields {
+/// The struct of one `tunnel` list element (type, outer src/dst, key); also the `tunnel`
+/// column of sampled headers in `sflow.sample`.
+pub fn tunnel_fields() -> Fields {
     Fields::from(vec![
         Field::new("type", DataType::Utf8, true),
         Field::new("src", DataType::Utf8, true),
