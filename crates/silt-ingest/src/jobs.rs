@@ -27,6 +27,8 @@ pub struct ImportOutcome {
     /// Interrupted earlier imports whose files were removed before this one started (their
     /// inputs were not recorded as imported, so this run imports them again in full).
     pub recovered: Recovered,
+    /// Compactions a crash had interrupted, finished or undone before this one started.
+    pub replacements: silt_lake::replace::Recovery,
     /// This run's id in the import record.
     pub run_id: String,
 }
@@ -70,6 +72,10 @@ pub fn import(
     let writer = LakeWriter::new(lake, cfg)?;
     let log = ImportLog::open(lake)?;
     let recovered = log.recover()?;
+    // A compaction a crash interrupted is finished (or undone) now, so that other engines' globs
+    // see the lake right again.
+    let replacements = silt_lake::replace::recover_if_idle(lake, silt_lake::replace::RECORD_GRACE)?
+        .unwrap_or_default();
     let done = log.runs()?;
     let mut skipped = Vec::new();
     let mut kept = Vec::new();
@@ -123,6 +129,7 @@ pub fn import(
         run,
         skipped,
         recovered,
+        replacements,
         run_id,
     })
 }

@@ -218,6 +218,28 @@ impl ImportLog {
         Ok(rec)
     }
 
+    /// Files (relative to the lake root) that runs not yet finished, live or dead, have
+    /// published or are about to: maintenance leaves them alone, since a dead run's files are
+    /// removed by the next import and a live run's would be too if it died.
+    pub fn in_flight(&self) -> anyhow::Result<std::collections::HashSet<String>> {
+        let mut out = std::collections::HashSet::new();
+        for e in fs::read_dir(&self.dir)? {
+            let p = e?.path();
+            if p.extension().and_then(|x| x.to_str()) != Some("journal") {
+                continue;
+            }
+            // A journal removed meanwhile belongs to a run that finished.
+            let Ok(f) = File::open(&p) else { continue };
+            for line in BufReader::new(f).lines() {
+                let rel = line?;
+                if !rel.is_empty() {
+                    out.insert(rel);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Starts a run: its journal, locked for as long as the returned [`Run`] lives.
     pub fn begin(&self) -> anyhow::Result<Run> {
         let id = format!(

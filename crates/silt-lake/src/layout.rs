@@ -16,10 +16,12 @@
 //!   Hive's name for a null partition value ([`partition_of`] reads a path back). Which one a
 //!   table uses is recorded in the lake when the table is first written
 //!   ([`crate::granularity`]).
+//! - Files a committed compaction replaced are left out until they are removed
+//!   ([`crate::replace`]).
 //! - New files get unique names ([`unique_file_name`]) and are written under a hidden temporary
 //!   name first ([`temp_path`]).
 //!
-//! Touches nothing: it lists directories and builds paths.
+//! Touches nothing: it lists directories, reads replacement records and builds paths.
 
 use std::path::{Path, PathBuf};
 
@@ -176,6 +178,19 @@ pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
     let mut out = Vec::new();
     if table_dir.is_dir() {
         walk(table_dir, &mut out)?;
+    }
+    // Files a committed compaction replaced are not data any more (crate::replace): the
+    // listing comes first, the records after, so a replacement is seen whole or not at all.
+    if let (Some(root), Some(table)) = (
+        table_dir.parent(),
+        table_dir.file_name().and_then(|n| n.to_str()),
+    ) {
+        let rel = |p: &Path| p.strip_prefix(table_dir).unwrap_or(p).to_path_buf();
+        let listed: std::collections::HashSet<PathBuf> = out.iter().map(|f| rel(&f.path)).collect();
+        let gone = crate::replace::replaced(root, table, &listed)?;
+        if !gone.is_empty() {
+            out.retain(|f| !gone.contains(&rel(&f.path)));
+        }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)

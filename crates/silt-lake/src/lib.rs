@@ -2,8 +2,8 @@
 //! `<lake>/<module>.<type>/dt=YYYY-MM-DD/hour=HH/<unique>.parquet` (or `dt=` days, `month=`
 //! months, or no partition directories, chosen per table from its data). The files are the only
 //! truth about data: there is no catalog of files, and DuckDB, Spark, Trino or Athena can read the
-//! directory as is. `<lake>/_silt/` holds two small records of silt's own: what imports consumed
-//! and each table's partitioning.
+//! directory as is. `<lake>/_silt/` holds small records of silt's own: what imports consumed,
+//! each table's partitioning, and the replacements compaction made.
 //!
 //! - [`writer`]: [`LakeWriter`], the [`silt_core::Emit`] that partitions rows by event time, sorts them,
 //!   and writes files through a [`store`] format;
@@ -24,6 +24,11 @@
 //! - [`imports`]: the record of what imports consumed (no duplicate rows on a re-run or after a
 //!   crash);
 //! - [`inspect`]: a Parquet file's row groups, column chunks, encodings and statistics.
+//! - [`compact`]: a partition's small files merged into files of a target size;
+//! - [`replace`]: how a merged file takes its inputs' place atomically for every silt reader,
+//!   and the recovery of a compaction a crash interrupted;
+//! - [`retain`]: whole partitions older than a retention window dropped;
+//! - [`vacuum`]: crash leftovers (temporary files, dead imports, finished records) removed;
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
 //! This crate touches only the lake directory it is given and the files it is asked to inspect.
@@ -31,6 +36,7 @@
 mod background;
 mod bloom;
 pub mod catalog;
+pub mod compact;
 pub mod config;
 pub mod ddl;
 pub mod granularity;
@@ -40,9 +46,12 @@ pub mod layout;
 mod narrow;
 pub mod publish;
 pub mod rejects;
+pub mod replace;
+pub mod retain;
 pub mod single;
 pub mod store;
 pub mod summary;
+pub mod vacuum;
 pub mod writer;
 
 pub use config::{

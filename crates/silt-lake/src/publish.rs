@@ -84,29 +84,41 @@ impl Publisher for DirectoryPublisher {
         writer: BufWriter<File>,
         rows: u64,
     ) -> anyhow::Result<PublishedFile> {
-        let f = writer
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
-        f.sync_all()
-            .with_context(|| format!("cannot fsync {}", file.temp_path.display()))?;
-        let bytes = f.metadata()?.len();
-        drop(f);
-        fs::rename(&file.temp_path, &file.final_path).with_context(|| {
-            format!(
-                "cannot rename {} to {}",
-                file.temp_path.display(),
-                file.final_path.display()
-            )
-        })?;
-        sync_dir(file.final_path.parent().unwrap_or(Path::new(".")));
-        Ok(PublishedFile {
-            table: file.table,
-            path: file.final_path,
-            bytes,
-            rows,
-        })
+        let bytes = seal(&file, writer)?;
+        reveal(file, bytes, rows)
     }
+}
+
+/// The first half of publishing: flushes and fsyncs the temporary file; returns its size. A
+/// publisher that must record something before the file becomes visible (the replacement record
+/// of a compaction, [`crate::replace`]) does it between [`seal`] and [`reveal`].
+pub fn seal(file: &PendingFile, writer: BufWriter<File>) -> anyhow::Result<u64> {
+    let f = writer
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
+    f.sync_all()
+        .with_context(|| format!("cannot fsync {}", file.temp_path.display()))?;
+    Ok(f.metadata()?.len())
+}
+
+/// The second half: renames the sealed file to its final name (the moment it becomes visible)
+/// and fsyncs the directory.
+pub fn reveal(file: PendingFile, bytes: u64, rows: u64) -> anyhow::Result<PublishedFile> {
+    fs::rename(&file.temp_path, &file.final_path).with_context(|| {
+        format!(
+            "cannot rename {} to {}",
+            file.temp_path.display(),
+            file.final_path.display()
+        )
+    })?;
+    sync_dir(file.final_path.parent().unwrap_or(Path::new(".")));
+    Ok(PublishedFile {
+        table: file.table,
+        path: file.final_path,
+        bytes,
+        rows,
+    })
 }
 
 /// Fsyncs a directory so a rename in it survives a crash (best effort: not every platform

@@ -137,6 +137,8 @@ pub struct SingleFileWriter {
     rows_in: usize,
     rejects: RejectWriter,
     summary: SingleSummary,
+    /// Makes the output visible (an atomic rename by default).
+    publisher: Box<dyn Publisher>,
 }
 
 impl SingleFileWriter {
@@ -164,7 +166,26 @@ impl SingleFileWriter {
             rows_in: 0,
             rejects: RejectWriter::new(rejects_root),
             summary: SingleSummary::default(),
+            publisher: Box::new(DirectoryPublisher),
         })
+    }
+
+    /// Publishes the output through `p` instead of a plain atomic rename (compaction records
+    /// what the file replaces before it appears).
+    pub fn with_publisher(mut self, p: Box<dyn Publisher>) -> Self {
+        self.publisher = p;
+        self
+    }
+
+    /// Gives the output up: removes every temporary file written so far; nothing is published.
+    pub fn abandon(mut self) {
+        if let Some(m) = self.main.take() {
+            drop(m.sink);
+            let _ = std::fs::remove_file(&m.path);
+        }
+        for r in &self.runs {
+            let _ = std::fs::remove_file(r.path());
+        }
     }
 
     /// Memory for late rows before they are spilled.
@@ -486,7 +507,7 @@ impl SingleFileWriter {
                 temp_path: main.path,
             };
             self.summary.rows = main.rows;
-            return Ok(Some(DirectoryPublisher.publish(file, w, main.rows)?));
+            return Ok(Some(self.publisher.publish(file, w, main.rows)?));
         }
         self.close_main()?;
         self.spill_late()?;
@@ -496,7 +517,7 @@ impl SingleFileWriter {
         out.expected_rows = self.rows_in;
         self.merge(&schema, &mut out)?;
         self.summary.rows = out.rows;
-        out.finish()
+        out.finish(self.publisher.as_mut())
     }
 
     /// K-way merge of the sorted runs (or their concatenation without sort keys).
@@ -743,12 +764,12 @@ impl<'a> Output<'a> {
         Ok(())
     }
 
-    fn finish(self) -> anyhow::Result<Option<PublishedFile>> {
+    fn finish(self, publisher: &mut dyn Publisher) -> anyhow::Result<Option<PublishedFile>> {
         let Some((file, sink)) = self.open else {
             return Ok(None);
         };
         let w = sink.finish()?;
-        Ok(Some(DirectoryPublisher.publish(file, w, self.rows)?))
+        Ok(Some(publisher.publish(file, w, self.rows)?))
     }
 }
 

@@ -200,6 +200,41 @@ impl LakeIndex {
     }
 }
 
+impl LakeIndex {
+    /// This index without the data files `paths` (files a compaction replaced or a retention
+    /// dropped: the server takes them out before they are removed). Paths need not exist any
+    /// more; a table left without files leaves the index.
+    pub fn without_files(&self, paths: &[PathBuf]) -> Self {
+        let canon = |p: &Path| -> PathBuf {
+            p.canonicalize()
+                .or_else(|_| match (p.parent(), p.file_name()) {
+                    (Some(d), Some(n)) => d.canonicalize().map(|d| d.join(n)),
+                    _ => Ok(p.to_path_buf()),
+                })
+                .unwrap_or_else(|_| p.to_path_buf())
+        };
+        let gone: std::collections::HashSet<PathBuf> = paths.iter().map(|p| canon(p)).collect();
+        let mut out = self.clone();
+        out.tables = BTreeMap::new();
+        for (name, t) in &self.tables {
+            if !t.files.iter().any(|f| gone.contains(&f.path)) {
+                out.tables.insert(name.clone(), t.clone());
+                continue;
+            }
+            let files: Vec<DataFile> = t
+                .files
+                .iter()
+                .filter(|f| !gone.contains(&f.path))
+                .cloned()
+                .collect();
+            if let Some(t) = assemble_table(name.clone(), &t.dir, files) {
+                out.tables.insert(name.clone(), t);
+            }
+        }
+        out
+    }
+}
+
 /// A table's index from its readable files: the unified schema (every field nullable), the time
 /// column, and each file's time bounds tightened by its footer statistics. `None` without files.
 fn assemble_table(name: TableName, dir: &Path, mut files: Vec<DataFile>) -> Option<TableIndex> {

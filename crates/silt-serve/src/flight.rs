@@ -17,6 +17,11 @@ pub struct Engine(pub Arc<Shared>);
 
 impl Engine {
     fn session(&self) -> Result<silt_query::SiltSession, String> {
+        Ok(self.pinned()?.0)
+    }
+
+    /// The session and the pin to hold while its results stream (see `Shared::session`).
+    fn pinned(&self) -> Result<(silt_query::SiltSession, Arc<()>), String> {
         self.0.session().map_err(|e| format!("{e:#}"))
     }
 }
@@ -34,12 +39,18 @@ impl silt_flight::QueryEngine for Engine {
         &self,
         sql: &str,
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
-        let (_, stream) = self
-            .session()?
+        let (session, pin) = self.pinned()?;
+        let (_, stream) = session
             .query_stream(sql)
             .await
             .map_err(|e| format!("{e:#}"))?;
-        Ok(stream.map(|b| b.map_err(|e| format!("{e:#}"))).boxed())
+        // The stream reads files as it goes: it holds the pin until it is dropped.
+        Ok(stream
+            .map(move |b| {
+                let _held = &pin;
+                b.map_err(|e| format!("{e:#}"))
+            })
+            .boxed())
     }
 
     async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String> {

@@ -326,6 +326,9 @@ fn flush(
     live: &Live,
     recover: bool,
 ) -> anyhow::Result<(u64, u64)> {
+    // Held from before the first file appears: a re-listing of the lake (maintenance) then never
+    // sees this flush's files while its rows are still in memory.
+    let update = live.begin_update();
     let log = ImportLog::open(lake)?;
     if recover {
         log.recover()?;
@@ -347,9 +350,9 @@ fn flush(
         );
     }
     let paths: Vec<PathBuf> = summary.files.iter().map(|f| f.path.clone()).collect();
-    let index = live.index().with_files(&paths)?;
+    let index = update.current.with_files(&paths)?;
     run.finish_with(vec![], &summary.files, Some(gen.upto))?;
-    live.published(gen.id, index);
+    update.published(gen.id, index);
     let rows = summary.files.iter().map(|f| f.rows).sum();
     Ok((summary.files.len() as u64, rows))
 }

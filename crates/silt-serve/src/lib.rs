@@ -19,6 +19,8 @@
 //! - [`syslog`]: the `--syslog` front end (UDP, TCP with both RFC 6587 framings);
 //! - [`tail`]: the `--tail` front end (files followed by `silt_tail`, positions checkpointed in
 //!   the log itself);
+//! - [`maintain`]: compaction and retention on a schedule (`--compact-every`, `--keep`), with the
+//!   query index kept true while files change;
 //! - [`metrics`]: the Prometheus exposition.
 //!
 //! [`Server::start`] recovers (removes files of interrupted flushes, replays the log), starts
@@ -34,6 +36,7 @@ pub mod forward;
 pub mod http;
 pub mod ingest;
 pub mod live;
+pub mod maintain;
 pub mod metrics;
 pub mod route;
 pub mod syslog;
@@ -105,6 +108,8 @@ pub struct ServeConfig {
     pub query_memory: Option<usize>,
     /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
     pub lookups: Option<Arc<silt_enrich::Databases>>,
+    /// Compaction and retention on a schedule.
+    pub maintain: maintain::MaintainConfig,
 }
 
 impl ServeConfig {
@@ -135,6 +140,7 @@ impl ServeConfig {
             query_timeout: Duration::from_secs(300),
             query_memory: None,
             lookups: None,
+            maintain: maintain::MaintainConfig::default(),
         }
     }
 
@@ -183,6 +189,7 @@ pub struct Shared {
     pub forward: Arc<silt_forward::ForwardStats>,
     pub syslog: Arc<syslog::SyslogStats>,
     pub flow_stats: Arc<flows::FlowStats>,
+    pub maintain: Arc<maintain::MaintainStats>,
     pub metrics: ServerMetrics,
     pub started: Instant,
 }
@@ -204,17 +211,23 @@ impl Shared {
         self.ingest.memory_bytes.load(Ordering::Relaxed) as usize > self.cfg.memory_bytes
     }
 
-    /// A query session over the lake and the rows in memory, as they are now.
-    pub fn session(&self) -> anyhow::Result<silt_query::SiltSession> {
+    /// A query session over the lake and the rows in memory, as they are now, with the pin
+    /// that keeps maintenance from removing the files it may read: hold it until the query's
+    /// results are out ([`live::IndexUpdate::replace_before_removal`]).
+    pub fn session(&self) -> anyhow::Result<(silt_query::SiltSession, Arc<()>)> {
         let snap = self.live.snapshot();
         let s = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
         // Registered without databases too: asn(), rdns(), ... then say which option they need.
-        Ok(s.with_lookups(self.cfg.lookups.clone().unwrap_or_default()))
+        Ok((
+            s.with_lookups(self.cfg.lookups.clone().unwrap_or_default()),
+            snap.pin,
+        ))
     }
 
     /// Runs one read-only statement over the lake and the rows in memory.
     pub async fn run_query(&self, sql: &str) -> anyhow::Result<silt_query::QueryResult> {
-        self.session()?.query(sql).await
+        let (session, _pin) = self.session()?;
+        session.query(sql).await
     }
 }
 
@@ -238,6 +251,7 @@ pub struct Server {
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     ingest: Option<std::thread::JoinHandle<()>>,
+    maintain: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
     _lock: File,
 }
 
@@ -276,6 +290,16 @@ impl Server {
                 rec.runs.len()
             ));
         }
+        if let Some(r) =
+            silt_lake::replace::recover_if_idle(&lake, silt_lake::replace::RECORD_GRACE)?
+        {
+            if r.completed + r.abandoned > 0 {
+                recovery.push(format!(
+                    "finished {} and undid {} compaction(s) a crash interrupted",
+                    r.completed, r.abandoned
+                ));
+            }
+        }
         let covered = log.wal_covered()?.unwrap_or(0);
         let wal_dir = lake.join(SERVE_DIR).join("wal");
         let replayed = {
@@ -296,7 +320,21 @@ impl Server {
         for w in &index.warnings {
             recovery.push(w.clone());
         }
+        let root = index.root.clone();
         let live = Arc::new(Live::new(index));
+        let maintain_stats = Arc::new(maintain::MaintainStats::default());
+        let maintain = {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let h = maintain::start(
+                root,
+                cfg.maintain.clone(),
+                live.clone(),
+                maintain_stats.clone(),
+                rx,
+            )
+            .context("cannot start the maintenance thread")?;
+            Some((tx, h))
+        };
         let tail_chunks: Vec<String> = replayed
             .chunks
             .iter()
@@ -354,6 +392,7 @@ impl Server {
             forward: Arc::new(silt_forward::ForwardStats::new()),
             syslog: Arc::new(syslog::SyslogStats::default()),
             flow_stats: Arc::new(flows::FlowStats::default()),
+            maintain: maintain_stats,
             metrics: ServerMetrics::default(),
             started: Instant::now(),
         });
@@ -507,6 +546,7 @@ impl Server {
             stop,
             tasks,
             ingest: Some(ingest),
+            maintain,
             _lock: lock,
         })
     }
@@ -526,6 +566,13 @@ impl Server {
     /// logged event is decoded and flushed to the lake.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
         let _ = self.stop.send(true);
+        if let Some((tx, h)) = self.maintain.take() {
+            // A compaction in progress stops after its current group.
+            let _ = tx.send(());
+            tokio::task::spawn_blocking(move || h.join())
+                .await?
+                .map_err(|_| anyhow::anyhow!("the maintenance thread panicked"))?;
+        }
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }

@@ -1,5 +1,5 @@
 //! `/metrics` in the Prometheus text exposition format (version 0.0.4): counters and gauges of
-//! the log, the ingest and flush threads, the HTTP API and the Forward listener.
+//! the log, the ingest and flush threads, the HTTP API, the Forward listener and maintenance.
 //!
 //! Touches nothing: reads the counters.
 
@@ -237,5 +237,50 @@ pub fn render(s: &Shared) -> String {
         "Forward handshakes refused.",
         f.auth_failures,
     );
+    let m = &s.maintain;
+    for (name, help, v) in [
+        (
+            "maintenance_runs_total",
+            "Compaction/retention rounds run.",
+            &m.runs,
+        ),
+        (
+            "compactions_total",
+            "Groups of small files merged into one.",
+            &m.groups,
+        ),
+        (
+            "compacted_files_total",
+            "Small files merged away.",
+            &m.files_in,
+        ),
+        (
+            "compacted_bytes_in_total",
+            "Bytes of the files merged.",
+            &m.bytes_in,
+        ),
+        (
+            "compacted_bytes_out_total",
+            "Bytes of the merged files written.",
+            &m.bytes_out,
+        ),
+        (
+            "retention_dropped_partitions_total",
+            "Partitions dropped by --keep.",
+            &m.partitions_dropped,
+        ),
+        (
+            "lake_rescans_total",
+            "Listings of the lake after another process changed it.",
+            &m.rescans,
+        ),
+        (
+            "maintenance_failures_total",
+            "Compaction groups or maintenance rounds that failed.",
+            &m.failures,
+        ),
+    ] {
+        line(&mut o, name, "counter", help, l(v));
+    }
     o
 }

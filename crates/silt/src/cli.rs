@@ -122,6 +122,103 @@ one pass; older rows are kept in temporary files and merged at the end. Records 
 cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md."
     )]
     Convert(ConvertArgs),
+    /// Merge each partition's small files into files of a target size (sorted, with the same
+    /// encodings, statistics and bloom filters as a fresh import).
+    #[command(after_help = "Examples:\n  silt compact --lake ./lake\n  \
+silt compact --lake ./lake --table zeek.conn --older-than 1h --target-file-size 256MiB\n  \
+silt compact --lake ./lake --dry-run\n\n\
+Files smaller than half the target, published at least --older-than ago, are packed per partition \
+into groups of at most the target size; each group becomes one file. silt readers see the old files \
+or the new one, never both, and a crash at any point loses and duplicates nothing: the next \
+compact, retain, vacuum, import or serve start finishes or undoes the interrupted group. Other \
+engines' globs (DuckDB, Spark) see both for the moment between the new file's rename and the \
+removal of the old ones (docs/lake.md).\n\n\
+Exit status: 0 done; 1 could not run; 3 some groups failed (the others were compacted).")]
+    Compact(CompactArgs),
+    /// Drop whole partitions older than a retention window (by partition time, not file time).
+    #[command(after_help = "Examples:\n  silt retain --lake ./lake --keep 30d\n  \
+silt retain --lake ./lake --keep 90d --table suricata.flow=7d --table zeek.dns=14d\n  \
+silt retain --lake ./lake --table suricata.flow=7d --dry-run\n\n\
+A dt= day, hour= hour or month= month goes when its whole range ends before now minus the window; \
+each partition disappears in one atomic rename. Partitions being written (an import or flush in \
+progress) wait for the next run; the null partition and unpartitioned tables are never dropped.")]
+    Retain(RetainArgs),
+    /// Remove what no reader counts any more: files of imports that died, inputs an interrupted
+    /// compaction left, stale temporary files, the retention trash, empty partition directories.
+    #[command(after_help = "Examples:\n  silt vacuum --lake ./lake\n  \
+silt vacuum --lake ./lake --grace 10m --dry-run\n\n\
+Only what is older than --grace is removed (a live writer touches its temporary files all the time).")]
+    Vacuum(VacuumArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompactArgs {
+    /// Lake directory.
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// Only these tables (repeatable; default: all).
+    #[arg(long)]
+    pub table: Vec<String>,
+    /// Only files published at least this long ago (e.g. 1h), so a live ingest's newest files
+    /// are left to grow.
+    #[arg(long, default_value = "0s", value_parser = crate::units::parse_duration)]
+    pub older_than: std::time::Duration,
+    /// Largest file compaction writes; files of at least half of it are left as they are.
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub target_file_size: usize,
+    /// Memory for the merge's sort buffers and row groups.
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub memory: usize,
+    /// Compression codec of the merged files.
+    #[arg(long, default_value = "zstd", value_parser = ["zstd", "snappy", "lz4", "gzip", "brotli", "none"])]
+    pub codec: String,
+    /// Codec level (zstd -7..22, default 1).
+    #[arg(long, allow_hyphen_values = true)]
+    pub level: Option<i32>,
+    /// Show the groups that would be merged; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RetainArgs {
+    /// Lake directory.
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// Keep this much (e.g. 30d, 12h) of every table not given its own window.
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    pub keep: Option<std::time::Duration>,
+    /// A table's own window, TABLE=DURATION (repeatable), e.g. suricata.flow=7d.
+    #[arg(long, value_name = "TABLE=DURATION")]
+    pub table: Vec<String>,
+    /// Show what would be dropped; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VacuumArgs {
+    /// Lake directory.
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// Only remove what is at least this old.
+    #[arg(long, default_value = "1h", value_parser = crate::units::parse_duration)]
+    pub grace: std::time::Duration,
+    /// Show what would be removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The `format` argument of `import`, `convert` and `bench`: a name from the format registry
@@ -451,6 +548,23 @@ pub struct ServeArgs {
     /// Memory a query's sorts, joins and aggregations may hold (default: no limit).
     #[arg(long, value_parser = parse_bytes)]
     pub query_memory: Option<usize>,
+    /// Merge each partition's small files this often (e.g. 10m), as `silt compact` does;
+    /// queries see the old files or the merged one, never both.
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    pub compact_every: Option<std::time::Duration>,
+    /// Largest file compaction writes (see `silt compact --target-file-size`).
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub compact_target_file_size: usize,
+    /// Compaction leaves files younger than this (see `silt compact --older-than`).
+    #[arg(long, default_value = "0s", value_parser = crate::units::parse_duration)]
+    pub compact_older_than: std::time::Duration,
+    /// Drop partitions older than this (e.g. 30d), as `silt retain --keep` does, at every
+    /// --compact-every (hourly without it).
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    pub keep: Option<std::time::Duration>,
+    /// A table's own retention window, TABLE=DURATION (repeatable), e.g. suricata.flow=7d.
+    #[arg(long, value_name = "TABLE=DURATION")]
+    pub keep_table: Vec<String>,
     #[command(flatten)]
     pub enrich: EnrichArgs,
     #[command(flatten)]

@@ -324,6 +324,9 @@ mod tests {
             .tails
             .iter()
             .any(|t| t == "suricata:/var/log/suricata/eve.json"));
+        assert_eq!(a.compact_every, Some(std::time::Duration::from_secs(600)));
+        assert_eq!(a.keep, Some(std::time::Duration::from_secs(30 * 86400)));
+        assert_eq!(a.keep_table, ["suricata.flow=7d"]);
     }
 
     #[test]

@@ -264,3 +264,23 @@ pub fn enricher(e: &EnrichArgs) -> anyhow::Result<Option<silt_enrich::Enricher>>
     });
     Ok(Some(silt_enrich::Enricher::new(cfg, dbs)?))
 }
+
+/// Retention windows from `TABLE=DURATION` specs (`silt retain --table`, `silt serve
+/// --keep-table`); `flag` names the option in errors.
+pub fn retention_windows(
+    specs: &[String],
+    flag: &str,
+) -> anyhow::Result<std::collections::BTreeMap<TableName, std::time::Duration>> {
+    let mut out = std::collections::BTreeMap::new();
+    for spec in specs {
+        let (t, d) = spec.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("{flag} {spec:?}: give TABLE=DURATION, e.g. suricata.flow=7d")
+        })?;
+        let t = TableName::parse(t)
+            .ok_or_else(|| anyhow::anyhow!("{flag} {spec:?}: use module.type, e.g. zeek.conn"))?;
+        let d =
+            crate::units::parse_duration(d).map_err(|e| anyhow::anyhow!("{flag} {spec:?}: {e}"))?;
+        out.insert(t, d);
+    }
+    Ok(out)
+}

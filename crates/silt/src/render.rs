@@ -25,6 +25,16 @@ their inputs are imported again in full",
             rec.files
         );
     }
+    let rp = &done.replacements;
+    if rp.completed + rp.abandoned > 0 {
+        println!(
+            "recovered {} compaction(s) a crash interrupted: {} finished ({} replaced file(s) removed), {} undone",
+            rp.completed + rp.abandoned,
+            rp.completed,
+            rp.inputs_removed,
+            rp.abandoned
+        );
+    }
     if !done.skipped.is_empty() {
         println!(
             "skipped {} input(s) whose content is already in the lake (--force imports them again):",

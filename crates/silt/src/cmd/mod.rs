@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod compact;
 pub mod convert;
 pub mod ddl;
 pub mod demo;
@@ -9,8 +10,10 @@ pub mod import;
 pub mod index;
 pub mod inspect;
 pub mod query;
+pub mod retain;
 pub mod serve;
 pub mod tables;
+pub mod vacuum;
 
 use crate::cli::{Cli, Command};
 
@@ -28,5 +31,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(a) => bench::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Index(c) => index::run(c),
+        Command::Compact(a) => compact::run(a),
+        Command::Retain(a) => retain::run(a),
+        Command::Vacuum(a) => vacuum::run(a),
     }
 }

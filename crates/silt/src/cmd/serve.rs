@@ -137,6 +137,24 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     cfg.query_timeout = a.query_timeout;
     cfg.query_memory = a.query_memory;
     cfg.options = FormatOptions::new(ReadOptions::default());
+    let per_table = crate::opts::retention_windows(&a.keep_table, "--keep-table")?;
+    cfg.maintain = silt_serve::maintain::MaintainConfig {
+        compact_every: a.compact_every,
+        compact: silt_lake::compact::CompactOptions {
+            older_than: a.compact_older_than,
+            target_bytes: a.compact_target_file_size as u64,
+            writer: writer.clone(),
+            ..Default::default()
+        },
+        retain: (a.keep.is_some() || !per_table.is_empty()).then_some(
+            silt_lake::retain::RetainOptions {
+                keep: a.keep,
+                per_table,
+                dry_run: false,
+            },
+        ),
+        reader_wait: a.query_timeout,
+    };
     cfg.writer = writer;
     let rt = silt_query::runtime()?;
     rt.block_on(async move {
@@ -174,6 +192,22 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         for t in &a.tails {
             eprintln!("  tail      {t}");
         }
+        if let Some(e) = a.compact_every {
+            eprintln!(
+                "  compact   every {}  (files under half of {} merged)",
+                humantime(e),
+                silt_lake::summary::human_bytes(a.compact_target_file_size as u64)
+            );
+        }
+        if a.keep.is_some() || !a.keep_table.is_empty() {
+            let mut w: Vec<String> = a
+                .keep
+                .iter()
+                .map(|k| format!("all {}", humantime(*k)))
+                .collect();
+            w.extend(a.keep_table.iter().cloned());
+            eprintln!("  retain    {}", w.join(", "));
+        }
         eprintln!("Ctrl-C or SIGTERM stops it after writing every acknowledged event to the lake.");
         wait_for_signal().await;
         eprintln!("stopping: draining and flushing to the lake ...");
@@ -202,5 +236,17 @@ async fn wait_for_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+/// `90s`, `10m`, `30d`: a duration as a user would write it.
+fn humantime(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{}ms", d.as_millis()),
+        s if s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
     }
 }

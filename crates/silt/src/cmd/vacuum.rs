@@ -1,0 +1,55 @@
+//! `silt vacuum`: flags to `silt_lake::vacuum::VacuumOptions`, what was removed printed.
+
+use std::time::SystemTime;
+
+use silt_lake::summary::human_bytes;
+use silt_lake::vacuum::{vacuum, VacuumOptions};
+
+use crate::cli::VacuumArgs;
+
+pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
+    let opts = VacuumOptions {
+        grace: a.grace,
+        dry_run: a.dry_run,
+    };
+    let r = vacuum(&a.lake, &opts, SystemTime::now())?;
+    if a.json {
+        let v = serde_json::json!({
+            "dry_run": a.dry_run,
+            "dead_imports": r.dead_imports, "dead_import_files": r.dead_import_files,
+            "compactions_finished": r.replacements.completed,
+            "replaced_files_removed": r.replacements.inputs_removed,
+            "compactions_undone": r.replacements.abandoned,
+            "records_expired": r.replacements.expired,
+            "temp_files": r.temp_files, "temp_bytes": r.temp_bytes,
+            "trash": r.trash, "empty_dirs": r.empty_dirs,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    let verb = if a.dry_run { "would remove" } else { "removed" };
+    if r.dead_imports > 0 {
+        println!(
+            "{verb} {} file(s) of {} import(s) that died (import their inputs again; a server replays its log)",
+            r.dead_import_files, r.dead_imports
+        );
+    }
+    let rp = &r.replacements;
+    if rp.completed + rp.abandoned > 0 {
+        println!(
+            "finished {} interrupted compaction(s) ({} replaced file(s) removed), undid {}",
+            rp.completed, rp.inputs_removed, rp.abandoned
+        );
+    }
+    println!(
+        "{verb} {} temporary file(s) ({}), {} trash entr{}, {} empty director{}, {} old replacement record(s)",
+        r.temp_files,
+        human_bytes(r.temp_bytes),
+        r.trash,
+        if r.trash == 1 { "y" } else { "ies" },
+        r.empty_dirs,
+        if r.empty_dirs == 1 { "y" } else { "ies" },
+        rp.expired
+    );
+    Ok(0)
+}

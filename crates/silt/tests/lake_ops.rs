@@ -1,0 +1,272 @@
+//! Lake maintenance through the binary (issue 25): `silt compact` killed at each of its steps and
+//! at random moments never loses or duplicates a row, as silt sees the lake right away and as
+//! DuckDB's glob sees it once silt has opened the lake again; `silt retain` drops whole old
+//! partitions; `silt vacuum` removes crash leftovers.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{ok, p, silt};
+
+/// A lake of zeek tables with six small files per partition (six imports).
+fn small_files_lake(dir: &Path) -> PathBuf {
+    let lake = dir.join("lake");
+    for i in 0..6 {
+        let logs = dir.join(format!("logs{i}"));
+        ok(&[
+            "generate",
+            "zeek",
+            "--events",
+            "1500",
+            "--seed",
+            &i.to_string(),
+            "-o",
+            p(&logs),
+        ]);
+        ok(&[
+            "import",
+            "zeek",
+            p(&logs),
+            "--lake",
+            p(&lake),
+            "--partition",
+            "hour",
+            "-q",
+        ]);
+    }
+    lake
+}
+
+const FINGERPRINT: &str = "SELECT count(*), count(DISTINCT uid), sum(orig_bytes), sum(resp_bytes), min(ts), max(ts) FROM zeek.conn";
+
+/// Rows, distinct uids and sums of zeek.conn as silt sees them.
+fn silt_fingerprint(lake: &Path) -> String {
+    ok(&["query", "--lake", p(lake), "--format", "csv", FINGERPRINT])
+}
+
+fn parquet_files(d: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let path = e.path();
+        if e.file_type().unwrap().is_dir() {
+            n += parquet_files(&path);
+        } else if path.extension().is_some_and(|x| x == "parquet") {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The venv python with duckdb (scripts/pyenv.sh), or None after a skip message (a failure in CI).
+fn python() -> Option<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pyenv.sh");
+    let out = Command::new("bash").arg(script).output().ok()?;
+    let p = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    if out.status.success() && !p.is_empty() {
+        Some(p)
+    } else {
+        silt_testkit::skip("duckdb (scripts/pyenv.sh) is not available")
+    }
+}
+
+/// The same figures through DuckDB's glob over the table directory (what other engines see).
+fn duckdb_fingerprint(py: &str, lake: &Path) -> (u64, u64, u64) {
+    let script = r#"
+import duckdb, sys
+q = f"""SELECT count(*), count(DISTINCT uid), sum(orig_bytes) FROM
+  read_parquet('{sys.argv[1]}/zeek.conn/**/*.parquet', hive_partitioning = true)"""
+print(",".join(str(x) for x in duckdb.connect().execute(q).fetchall()[0]))
+"#;
+    let out = Command::new(py)
+        .args(["-c", script, p(lake)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    let v: Vec<u64> = s.trim().split(',').map(|x| x.parse().unwrap()).collect();
+    (v[0], v[1], v[2])
+}
+
+/// Rows, distinct uids and orig_bytes sum from silt's CSV fingerprint.
+fn head3(fp: &str) -> (u64, u64, u64) {
+    let row = fp.lines().nth(1).unwrap();
+    let v: Vec<u64> = row.split(',').take(3).map(|x| x.parse().unwrap()).collect();
+    (v[0], v[1], v[2])
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn compaction_killed_at_every_step_loses_and_duplicates_nothing() {
+    let py = python();
+    let t = tempfile::tempdir().unwrap();
+    let pristine = small_files_lake(t.path());
+    let expected = silt_fingerprint(&pristine);
+    let (rows, uids, _) = head3(&expected);
+    assert!(rows > 1000 && rows == uids, "{expected}");
+    let files_before = parquet_files(&pristine);
+
+    for (i, point) in [
+        "compact-read",
+        "compact-recorded",
+        "compact-published",
+        "compact-removing",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let lake = t.path().join(format!("crash{i}"));
+        copy_dir(&pristine, &lake);
+        let o = Command::new(env!("CARGO_BIN_EXE_silt"))
+            .args(["compact", "--lake", p(&lake), "-q"])
+            .env("SILT_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success(),
+            "{point}: the failpoint was not reached"
+        );
+        // Right after the crash, silt sees every row exactly once.
+        assert_eq!(
+            silt_fingerprint(&lake),
+            expected,
+            "after a crash at {point}"
+        );
+        // The next maintenance command finishes or undoes the interrupted group, then compacts.
+        ok(&["compact", "--lake", p(&lake), "-q"]);
+        assert_eq!(
+            silt_fingerprint(&lake),
+            expected,
+            "after recovery from {point}"
+        );
+        let files_after = parquet_files(&lake);
+        assert!(
+            files_after < files_before / 3,
+            "{point}: {files_before} -> {files_after} files"
+        );
+        if let Some(py) = &py {
+            assert_eq!(
+                duckdb_fingerprint(py, &lake),
+                head3(&expected),
+                "DuckDB's glob after recovery from {point}"
+            );
+        }
+        // Nothing is left behind that vacuum would still have to remove, except records in
+        // their grace period.
+        let v = ok(&["vacuum", "--lake", p(&lake), "--grace", "0s", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&v).unwrap();
+        assert_eq!(v["temp_files"], 0, "{point}: {v}");
+        assert_eq!(v["compactions_finished"], 0, "{point}: {v}");
+    }
+}
+
+#[test]
+fn compaction_killed_at_random_moments_loses_and_duplicates_nothing() {
+    let py = python();
+    let t = tempfile::tempdir().unwrap();
+    let pristine = small_files_lake(t.path());
+    let expected = silt_fingerprint(&pristine);
+    // A different moment each round, spread over a compaction's run time.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut killed = 0;
+    for round in 0..8 {
+        let lake = t.path().join(format!("kill{round}"));
+        copy_dir(&pristine, &lake);
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = Duration::from_millis(seed % 400);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
+            .args(["compact", "--lake", p(&lake), "-q"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            killed += 1;
+        }
+        child.wait().unwrap();
+        assert_eq!(silt_fingerprint(&lake), expected, "killed after {delay:?}");
+        ok(&["compact", "--lake", p(&lake), "-q"]);
+        assert_eq!(
+            silt_fingerprint(&lake),
+            expected,
+            "recovered after {delay:?}"
+        );
+        if let Some(py) = &py {
+            assert_eq!(duckdb_fingerprint(py, &lake), head3(&expected));
+        }
+    }
+    assert!(killed > 0, "no round killed a running compaction");
+}
+
+#[test]
+fn retain_drops_old_partitions_and_vacuum_cleans_up() {
+    let t = tempfile::tempdir().unwrap();
+    let lake = small_files_lake(t.path());
+    // The generator's logs are from 2018: a 30-day window drops them all, per table windows
+    // apply to their table only.
+    let dry = ok(&[
+        "retain",
+        "--lake",
+        p(&lake),
+        "--table",
+        "zeek.dns=30d",
+        "--dry-run",
+    ]);
+    assert!(dry.contains("would drop zeek.dns/dt=2018-03-24"), "{dry}");
+    assert!(!dry.contains("zeek.conn"), "{dry}");
+    let out = ok(&["retain", "--lake", p(&lake), "--table", "zeek.dns=30d"]);
+    assert!(out.contains("dropped 1 partition(s)"), "{out}");
+    let n = ok(&[
+        "query",
+        "--lake",
+        p(&lake),
+        "--format",
+        "csv",
+        "SELECT count(*) AS n FROM zeek.conn",
+    ]);
+    assert_ne!(n.trim(), "n\n0");
+    assert!(!lake.join("zeek.dns/dt=2018-03-24").exists());
+
+    // A window long enough keeps everything.
+    let out = ok(&["retain", "--lake", p(&lake), "--keep", "9000d"]);
+    assert!(out.contains("dropped 0 partition(s)"), "{out}");
+
+    // Bad windows are refused with what to write instead.
+    let o = silt(&["retain", "--lake", p(&lake), "--table", "zeek.conn"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("TABLE=DURATION"));
+    let o = silt(&["retain", "--lake", p(&lake)]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--keep"));
+
+    // Vacuum: a crashed writer's temporary file goes once past the grace period.
+    let part = lake.join("zeek.conn/dt=2018-03-24/hour=17");
+    let stale = part.join(".20180324-x.parquet.inprogress");
+    std::fs::write(&stale, b"half a file").unwrap();
+    let v = ok(&["vacuum", "--lake", p(&lake), "--json"]);
+    assert!(v.contains("\"temp_files\": 0"), "{v}");
+    assert!(stale.exists());
+    let v = ok(&["vacuum", "--lake", p(&lake), "--grace", "0s"]);
+    assert!(v.contains("removed 1 temporary file(s)"), "{v}");
+    assert!(!stale.exists());
+}
