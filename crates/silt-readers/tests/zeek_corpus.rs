@@ -194,7 +194,7 @@ fn json_mixed_logs_go_to_their_own_tables() {
     );
     assert_eq!(
         s.field_with_name("trans_id").unwrap().data_type(),
-        &arrow::datatypes::DataType::UInt64
+        &arrow::datatypes::DataType::Int64
     );
     assert_eq!(
         s.field_with_name("AA").unwrap().data_type(),
@@ -366,7 +366,7 @@ fn tsv_escapes_from_zeeks_own_tests() {
     assert_eq!(r["b"], Cell::Bool(true));
     assert_eq!(r["i"], Cell::I(-42));
     assert_eq!(r["e"], s("SSH::LOG"));
-    assert_eq!(r["c"], Cell::U(21));
+    assert_eq!(r["c"], Cell::I(21));
     assert_eq!(r["p"], Cell::U(123));
     assert_eq!(r["sn"], s("10.0.0.0/24"));
     assert_eq!(r["a"], s("1.2.3.4"));
@@ -376,13 +376,13 @@ fn tsv_escapes_from_zeeks_own_tests() {
     assert_eq!(r["iv"], Cell::I(100_000_000));
     assert_eq!(
         r["sc"],
-        Cell::List(vec![Cell::U(4), Cell::U(2), Cell::U(3), Cell::U(1)])
+        Cell::List(vec![Cell::I(4), Cell::I(2), Cell::I(3), Cell::I(1)])
     );
     assert_eq!(r["ss"], Cell::List(vec![s("CC"), s("BB"), s("AA")]));
     assert_eq!(r["se"], Cell::List(vec![]));
     assert_eq!(
         r["vc"],
-        Cell::List(vec![Cell::U(10), Cell::U(20), Cell::U(30)])
+        Cell::List(vec![Cell::I(10), Cell::I(20), Cell::I(30)])
     );
     assert_eq!(r["ve"], Cell::List(vec![]));
     assert_eq!(

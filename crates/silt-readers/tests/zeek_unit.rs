@@ -42,7 +42,7 @@ const ALL_TYPES: &str = "#separator \\x09
 #open\t2024-01-01-00-00-00
 #fields\tb\tc\ti\td\tt\tiv\ts\te\ta\tsn\tp\tpat\tfl\tfn\tsa\tvc\ttb\tvi\tss
 #types\tbool\tcount\tint\tdouble\ttime\tinterval\tstring\tenum\taddr\tsubnet\tport\tpattern\tfile\tfunc\tset[addr]\tvector[count]\ttable[string]\tvector[interval]\tset[subnet]
-T\t18446744073709551615\t-9223372036854775808\t-1.5e3\t1521911721.123456\t0.000431\ta b\tConn::LOG\t2001:DB8:0:0::1\t10.0.0.0/8\t65535\t/^?(x)$?/\tfoo.txt\tfunction() : any\t10.0.0.1,::1\t1,2,3\tA,B\t0.5,1.0\t10.0.0.0/8,2001:db8::/32
+T\t9223372036854775807\t-9223372036854775808\t-1.5e3\t1521911721.123456\t0.000431\ta b\tConn::LOG\t2001:DB8:0:0::1\t10.0.0.0/8\t65535\t/^?(x)$?/\tfoo.txt\tfunction() : any\t10.0.0.1,::1\t1,2,3\tA,B\t0.5,1.0\t10.0.0.0/8,2001:db8::/32
 F\t0\t42\t0\t0.000000\t-1.0\t(empty)\tX\t1.2.3.4\t::/0\t0\t-\t-\t-\t(empty)\t(empty)\t-\t1,-,2\t-
 -\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-
 #close\t2024-01-01-00-00-01
@@ -60,7 +60,7 @@ fn every_zeek_type() {
     let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
     let want = [
         ("b", DataType::Boolean),
-        ("c", DataType::UInt64),
+        ("c", DataType::Int64),
         ("i", DataType::Int64),
         ("d", DataType::Float64),
         ("t", ts.clone()),
@@ -74,7 +74,7 @@ fn every_zeek_type() {
         ("fl", DataType::Utf8),
         ("fn", DataType::Utf8),
         ("sa", item(DataType::Utf8)),
-        ("vc", item(DataType::UInt64)),
+        ("vc", item(DataType::Int64)),
         ("tb", item(DataType::Utf8)),
         ("vi", item(DataType::Decimal128(18, 6))),
         ("ss", item(DataType::Utf8)),
@@ -104,7 +104,7 @@ fn every_zeek_type() {
     assert_eq!(r.len(), 3);
     let r0 = &r[0];
     assert_eq!(r0["b"], Cell::Bool(true));
-    assert_eq!(r0["c"], Cell::U(u64::MAX));
+    assert_eq!(r0["c"], Cell::I(i64::MAX), "counts are signed 64-bit");
     assert_eq!(r0["i"], Cell::I(i64::MIN));
     assert_eq!(r0["d"], Cell::F(-1500.0));
     assert_eq!(r0["t"], Cell::Ts(1_521_911_721_123_456));
@@ -118,7 +118,7 @@ fn every_zeek_type() {
     assert_eq!(r0["fl"], s("foo.txt"));
     assert_eq!(r0["fn"], s("function() : any"));
     assert_eq!(r0["sa"], list(vec![s("10.0.0.1"), s("::1")]));
-    assert_eq!(r0["vc"], list(vec![Cell::U(1), Cell::U(2), Cell::U(3)]));
+    assert_eq!(r0["vc"], list(vec![Cell::I(1), Cell::I(2), Cell::I(3)]));
     assert_eq!(r0["tb"], list(vec![s("A"), s("B")]));
     assert_eq!(r0["vi"], list(vec![Cell::I(500_000), Cell::I(1_000_000)]));
     assert_eq!(r0["ss"], list(vec![s("10.0.0.0/8"), s("2001:db8::/32")]));
@@ -136,6 +136,31 @@ fn every_zeek_type() {
         "- inside a container"
     );
     assert!(r[2].values().all(|c| *c == Cell::Null));
+}
+
+/// A count above 2^63 - 1 cannot be stored as the BIGINT every engine reads: its line is
+/// rejected with the reason, in a scalar and inside a container, and the other lines stay.
+#[test]
+fn a_count_above_the_signed_range_rejects_its_line() {
+    let data = "#fields\tc\tvc\n#types\tcount\tvector[count]\n1\t1,2\n18446744073709551615\t3\n2\t9223372036854775808\n3\t4\n";
+    let out = t(data);
+    assert_eq!(out.rejects.len(), 2, "{:?}", out.rejects);
+    assert_eq!(out.rejects[0].line, 4);
+    assert!(
+        out.rejects[0]
+            .reason
+            .contains("count 18446744073709551615 is above 9223372036854775807"),
+        "{}",
+        out.rejects[0].reason
+    );
+    assert!(
+        out.rejects[1].reason.contains("9223372036854775808"),
+        "{}",
+        out.rejects[1].reason
+    );
+    let r = table_rows(&out, "zeek.conn");
+    let c: Vec<Cell> = r.iter().map(|r| r["c"].clone()).collect();
+    assert_eq!(c, vec![Cell::I(1), Cell::I(3)]);
 }
 
 #[test]
@@ -161,7 +186,7 @@ EMPTY|EMPTY|NONE
         r[0]["v"],
         list(vec![s("x;y"), Cell::Null, s(""), s("EMPTY")])
     );
-    assert_eq!(r[0]["n"], Cell::U(7));
+    assert_eq!(r[0]["n"], Cell::I(7));
     assert_eq!(
         (r[1]["s"].clone(), r[1]["v"].clone(), r[1]["n"].clone()),
         (s(""), list(vec![]), Cell::Null)
@@ -189,7 +214,7 @@ fn multi_byte_separator_and_meta_prefix() {
     assert_eq!(
         r,
         vec![BTreeMap::from([
-            ("a".to_string(), Cell::U(2)),
+            ("a".to_string(), Cell::I(2)),
             ("b".to_string(), s("z"))
         ])]
     );
@@ -298,10 +323,10 @@ fn bad_lines_are_rejected_with_reasons_and_the_rest_goes_on() {
     let r = table_rows(&out, "zeek.conn");
     assert_eq!(r.len(), 2);
     assert_eq!(r[0]["uid"], s("A"));
-    assert_eq!(r[0]["v"], list(vec![Cell::U(1), Cell::U(2)]));
+    assert_eq!(r[0]["v"], list(vec![Cell::I(1), Cell::I(2)]));
     assert_eq!(r[1]["uid"], s("K"));
     assert_eq!(r[1]["id.orig_h"], s("::1"));
-    assert_eq!(r[1]["n"], Cell::U(2));
+    assert_eq!(r[1]["n"], Cell::I(2));
     assert_eq!(r[1]["b"], Cell::Bool(false));
     assert_eq!(r[1]["v"], list(vec![]));
     assert_eq!(r[1]["ts"], Cell::Ts(11_000_000));

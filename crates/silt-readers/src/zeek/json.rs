@@ -12,7 +12,8 @@
 //!   type rejects the line with the reason. Numbers and booleans are accepted for string fields
 //!   (as their JSON text); a scalar given for a container field is a one-element list.
 //! - Other fields are inferred from all their values in a batch with silt-core's unification
-//!   rules: bool -> Boolean (`bool`), integer -> Int64 (`int`; above i64::MAX UInt64 `count`),
+//!   rules: bool -> Boolean (`bool`), integer -> Int64 (`int`; a field with an integer above
+//!   i64::MAX keeps its numbers as exact decimal text, `string`),
 //!   number with a fraction -> Float64 (`double`), string -> Utf8 (`string`; ISO-8601-looking
 //!   strings are not turned into times), array -> List of its elements (`vector[T]`; only empty
 //!   arrays -> List<Utf8>), object or a conflict -> Utf8 holding the JSON text. A type inferred
@@ -43,7 +44,7 @@ use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
 use silt_core::schema::unify_types;
 use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
-use super::types::{addr_into, canon_into, Col, Layout, LeafSpec, ZType};
+use super::types::{addr_into, canon_into, count_value, Col, Layout, LeafSpec, ZType};
 use super::{overlong_reason, registry, MAX_LINE, REJECT_RAW_MAX};
 
 /// A batch is emitted early once its rows came from this many input bytes (keeps 32-bit Arrow
@@ -460,7 +461,9 @@ fn inferred_ztype(dt: &DataType) -> ZType {
         Some(match dt {
             DataType::Boolean => ZType::Bool,
             DataType::Int64 => ZType::Int,
-            DataType::UInt64 => ZType::Count,
+            // An integer above i64::MAX cannot be a signed count (types.rs, `count_value`): the
+            // column keeps the numbers' exact decimal text instead.
+            DataType::UInt64 => ZType::String,
             DataType::Float64 => ZType::Double,
             DataType::Utf8 => ZType::String,
             _ => return None,
@@ -519,7 +522,7 @@ fn push_json(
         (ZType::Bool, Value::Bool(b)) => col.push_bool(*b),
         (ZType::Count, Value::Number(n)) => {
             match n.as_u64().or_else(|| integral_f64(n).and_then(f_to_u64)) {
-                Some(x) => col.push_u64(x),
+                Some(x) => col.push_i64(count_value(x)?),
                 None => return Err(format!("expected a non-negative integer, got {n}")),
             }
         }

@@ -40,7 +40,8 @@ use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 use super::{overlong_reason, MAX_LINE, REJECT_RAW_MAX};
 
 use super::types::{
-    addr_into, canon_into, parse_f64, parse_i64, parse_u64, Col, Layout, LeafSpec, ZType,
+    addr_into, canon_into, count_value, parse_f64, parse_i64, parse_u64, Col, Layout, LeafSpec,
+    ZType,
 };
 
 /// Zeek's btest canonifier replaces times by this token; it reads as a null time.
@@ -552,7 +553,7 @@ fn push_scalar(
             }
         }
         ZType::Count => match parse_u64(f) {
-            Some(v) => col.push_u64(v),
+            Some(v) => col.push_i64(count_value(v)?),
             None => return Err(invalid("count", f)),
         },
         ZType::Int => match parse_i64(f) {

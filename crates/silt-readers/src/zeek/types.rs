@@ -1,6 +1,7 @@
 //! Zeek types, their Arrow representation, and the column builders both Zeek readers fill.
 //!
-//! Mapping (fixed for silt, see `docs/zeek.md`): bool -> Boolean, count -> UInt64, int -> Int64,
+//! Mapping (fixed for silt, see `docs/zeek.md`): bool -> Boolean, count -> Int64 (at most
+//! 2^63 - 1, see [`count_value`]), int -> Int64,
 //! double -> Float64, time -> Timestamp(us, UTC), interval -> Decimal128(18, 6) seconds,
 //! string/enum/file/pattern/func -> Utf8, addr/subnet -> Utf8 (canonical text), port -> UInt16,
 //! set[T]/vector[T]/table[T] -> List<T> (item field `item`). Every field is nullable and carries
@@ -26,7 +27,7 @@ use arrow::array::builder::{BooleanBufferBuilder, NullBufferBuilder};
 use arrow::array::{
     ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, ListArray, NullArray,
     RecordBatch, RecordBatchOptions, StringArray, StructArray, TimestampMicrosecondArray,
-    UInt16Array, UInt64Array,
+    UInt16Array,
 };
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
@@ -92,7 +93,7 @@ impl ZType {
     pub fn arrow(&self) -> DataType {
         match self {
             ZType::Bool => DataType::Boolean,
-            ZType::Count => DataType::UInt64,
+            ZType::Count => DataType::Int64,
             ZType::Int => DataType::Int64,
             ZType::Double => DataType::Float64,
             // Exact: Zeek writes intervals with six decimals; DECIMAL(18,6) keeps them exactly, is
@@ -136,7 +137,6 @@ pub struct Col {
 #[derive(Debug)]
 enum Data {
     Bool(BooleanBufferBuilder),
-    U64(Vec<u64>),
     I64(Vec<i64>),
     F64(Vec<f64>),
     Ts(Vec<i64>),
@@ -159,7 +159,7 @@ impl Col {
     pub fn new(t: &ZType, capacity: usize) -> Col {
         let data = match t {
             ZType::Bool => Data::Bool(BooleanBufferBuilder::new(capacity)),
-            ZType::Count => Data::U64(Vec::with_capacity(capacity)),
+            ZType::Count => Data::I64(Vec::with_capacity(capacity)),
             ZType::Int => Data::I64(Vec::with_capacity(capacity)),
             ZType::Double => Data::F64(Vec::with_capacity(capacity)),
             ZType::Interval => Data::Dec(Vec::with_capacity(capacity)),
@@ -210,7 +210,6 @@ impl Col {
         }
         match &mut self.data {
             Data::Bool(v) => v.truncate(len),
-            Data::U64(v) => v.truncate(len),
             Data::I64(v) | Data::Ts(v) | Data::Dec(v) => v.truncate(len),
             Data::F64(v) => v.truncate(len),
             Data::U16(v) => v.truncate(len),
@@ -232,7 +231,6 @@ impl Col {
         self.nulls.append_null();
         match &mut self.data {
             Data::Bool(v) => v.append(false),
-            Data::U64(v) => v.push(0),
             Data::I64(v) | Data::Ts(v) | Data::Dec(v) => v.push(0),
             Data::F64(v) => v.push(0.0),
             Data::U16(v) => v.push(0),
@@ -249,16 +247,6 @@ impl Col {
             self.nulls.append_non_null();
         } else {
             unreachable!("push_bool on a non-bool column")
-        }
-    }
-
-    #[inline(always)]
-    pub fn push_u64(&mut self, x: u64) {
-        if let Data::U64(v) = &mut self.data {
-            v.push(x);
-            self.nulls.append_non_null();
-        } else {
-            unreachable!("push_u64 on a non-count column")
         }
     }
 
@@ -375,7 +363,6 @@ impl Col {
         }
         match (&mut self.data, t) {
             (Data::Bool(v), _) => Arc::new(BooleanArray::new(v.finish(), nulls)),
-            (Data::U64(v), _) => Arc::new(UInt64Array::new(ScalarBuffer::from(take(v)), nulls)),
             (Data::I64(v), _) => Arc::new(Int64Array::new(ScalarBuffer::from(take(v)), nulls)),
             (Data::Dec(v), _) => {
                 let values: Vec<i128> = take(v).into_iter().map(i128::from).collect();
@@ -550,6 +537,19 @@ fn is_canonical_ipv4(s: &[u8]) -> bool {
 /// `str::parse` because the field is raw bytes (no UTF-8 check needed) and this runs for most
 /// fields of every TSV row.
 #[inline(always)]
+/// A Zeek `count` as stored: counts are written as signed 64-bit integers, the type Spark,
+/// Trino, Athena and DuckDB all read as BIGINT (an unsigned INT64 reads as `decimal(20,0)` in
+/// Spark). A count above 2^63 - 1 (no real counter gets there; it is a corrupt or sentinel value)
+/// is an error, so its line goes to the rejects with this reason instead of being altered.
+pub fn count_value(v: u64) -> Result<i64, String> {
+    i64::try_from(v).map_err(|_| {
+        format!(
+            "count {v} is above 9223372036854775807 (2^63 - 1), the largest count silt stores (counts are \
+             signed 64-bit so that Spark, Trino and Athena read them as BIGINT; docs/zeek.md)"
+        )
+    })
+}
+
 pub fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 {
         return None;
