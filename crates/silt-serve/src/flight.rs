@@ -39,6 +39,7 @@ impl silt_flight::QueryEngine for Engine {
         &self,
         sql: &str,
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
+        let slot = self.0.query_slot()?;
         let (session, pin) = self.pinned()?;
         let (_, stream) = session
             .query_stream(sql)
@@ -47,7 +48,7 @@ impl silt_flight::QueryEngine for Engine {
         // The stream reads files as it goes: it holds the pin until it is dropped.
         Ok(stream
             .map(move |b| {
-                let _held = &pin;
+                let _held = (&pin, &slot);
                 b.map_err(|e| format!("{e:#}"))
             })
             .boxed())

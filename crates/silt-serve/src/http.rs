@@ -9,7 +9,8 @@
 //!   behind by more than the memory budget. Every error is JSON `{"error": "..."}`.
 //! - `GET|POST /v1/query`: SQL in the body or `?q=`; `?format=` or `Accept` picks json
 //!   (default), ndjson, csv or arrow (an Arrow IPC stream). Read-only (the same rules as
-//!   `silt query`), with `--query-timeout` and `--query-memory`.
+//!   `silt query`), with `--query-timeout` and `--query-memory`; `429` (with `Retry-After: 1`)
+//!   when `--max-queries` are running already.
 //! - `GET /health`: JSON status (`degraded` while flushes fail, with the error);
 //!   `GET /metrics`: Prometheus text format.
 //!
@@ -302,6 +303,15 @@ async fn query(
     let wire = match wire_format(p.format.as_deref(), accept) {
         Ok(w) => w,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let _slot = match s.query_slot() {
+        Ok(slot) => slot,
+        Err(e) => {
+            let mut r = error(StatusCode::TOO_MANY_REQUESTS, e);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return r;
+        }
     };
     let started = Instant::now();
     let result = tokio::time::timeout(s.cfg.query_timeout, s.run_query(&sql)).await;

@@ -106,6 +106,8 @@ pub struct ServeConfig {
     pub max_body: usize,
     pub query_timeout: Duration,
     pub query_memory: Option<usize>,
+    /// Queries running at once at most (HTTP and Flight SQL together); more are refused.
+    pub max_queries: usize,
     /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
     pub lookups: Option<Arc<silt_enrich::Databases>>,
     /// Compaction and retention on a schedule.
@@ -139,6 +141,7 @@ impl ServeConfig {
             max_body: 64 << 20,
             query_timeout: Duration::from_secs(300),
             query_memory: None,
+            max_queries: 8,
             lookups: None,
             maintain: maintain::MaintainConfig::default(),
         }
@@ -176,6 +179,7 @@ impl ServeConfig {
             .validate()
             .map_err(|e| anyhow::anyhow!("Forward settings: {e}"))?;
         anyhow::ensure!(self.max_body > 0, "--max-body must be positive");
+        anyhow::ensure!(self.max_queries > 0, "--max-queries must be at least 1");
         Ok(())
     }
 }
@@ -192,6 +196,8 @@ pub struct Shared {
     pub maintain: Arc<maintain::MaintainStats>,
     pub metrics: ServerMetrics,
     pub started: Instant,
+    /// One permit per running query (`--max-queries`).
+    pub query_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// The part of the configuration the front ends read.
@@ -201,6 +207,7 @@ pub struct SharedConfig {
     pub memory_bytes: usize,
     pub query_timeout: Duration,
     pub query_memory: Option<usize>,
+    pub max_queries: usize,
     /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
     pub lookups: Option<Arc<silt_enrich::Databases>>,
 }
@@ -222,6 +229,19 @@ impl Shared {
             s.with_lookups(self.cfg.lookups.clone().unwrap_or_default()),
             snap.pin,
         ))
+    }
+
+    /// A slot for one query, held while it runs; refused (with what to do) when `--max-queries`
+    /// are running already, so a burst of heavy queries cannot take the memory and CPU that
+    /// ingest needs.
+    pub fn query_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, String> {
+        self.query_slots.clone().try_acquire_owned().map_err(|_| {
+            self.metrics.queries_refused.fetch_add(1, Ordering::Relaxed);
+            format!(
+                "{} queries are running already (--max-queries {}); retry when one has finished",
+                self.cfg.max_queries, self.cfg.max_queries
+            )
+        })
     }
 
     /// Runs one read-only statement over the lake and the rows in memory.
@@ -384,6 +404,7 @@ impl Server {
                 memory_bytes: cfg.memory_bytes,
                 query_timeout: cfg.query_timeout,
                 query_memory: cfg.query_memory,
+                max_queries: cfg.max_queries,
                 lookups: cfg.lookups.clone(),
             },
             wal,
@@ -395,6 +416,7 @@ impl Server {
             maintain: maintain_stats,
             metrics: ServerMetrics::default(),
             started: Instant::now(),
+            query_slots: Arc::new(tokio::sync::Semaphore::new(cfg.max_queries)),
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut tasks = Vec::new();

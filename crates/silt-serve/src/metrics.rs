@@ -17,6 +17,8 @@ pub struct ServerMetrics {
     pub http_busy: AtomicU64,
     pub queries: AtomicU64,
     pub query_errors: AtomicU64,
+    /// Queries refused because --max-queries were running.
+    pub queries_refused: AtomicU64,
     pub query_micros: AtomicU64,
 }
 
@@ -236,6 +238,20 @@ pub fn render(s: &Shared) -> String {
         "counter",
         "Forward handshakes refused.",
         f.auth_failures,
+    );
+    line(
+        &mut o,
+        "queries_refused_total",
+        "counter",
+        "Queries refused because --max-queries were running.",
+        l(&s.metrics.queries_refused),
+    );
+    line(
+        &mut o,
+        "queries_running",
+        "gauge",
+        "Queries running now (HTTP and Flight SQL).",
+        s.cfg.max_queries - s.query_slots.available_permits(),
     );
     let m = &s.maintain;
     for (name, help, v) in [

@@ -290,6 +290,51 @@ async fn a_token_is_required_when_configured() {
     server.shutdown().await.unwrap();
 }
 
+/// With `--max-queries 1` and one query running, the next gets 429 with `Retry-After` and says
+/// why; once the first finishes, queries run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_beyond_max_queries_are_refused_with_429() {
+    let d = tempfile::tempdir().unwrap();
+    let mut cfg = config(&d.path().join("lake"));
+    cfg.max_queries = 1;
+    let server = Server::start(cfg).await.unwrap();
+    let addr = server.http_addr.unwrap();
+    // A running query holds the one slot.
+    let running = server.shared.query_slot().unwrap();
+    tokio::task::spawn_blocking(move || {
+        let r = agent()
+            .post(&format!("http://{addr}/v1/query"))
+            .send(&b"SELECT 1 AS one"[..])
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 429);
+        assert_eq!(r.headers().get("retry-after").unwrap(), "1");
+        let (s, v) = post(addr, "/v1/query", "application/sql", b"SELECT 1 AS one");
+        assert_eq!(s, 429);
+        assert!(
+            v["error"].as_str().unwrap().contains("--max-queries 1"),
+            "{v}"
+        );
+        let m = agent()
+            .get(&format!("http://{addr}/metrics"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        assert!(m.contains("silt_queries_refused_total 2"), "{m}");
+        assert!(m.contains("silt_queries_running 1"), "{m}");
+    })
+    .await
+    .unwrap();
+    drop(running);
+    tokio::task::spawn_blocking(move || {
+        assert_eq!(query(addr, "SELECT 1 AS one")[0]["one"], 1);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await.unwrap();
+}
+
 /// A PackedForward frame with `chunk`: acked once durable, routed to its table, queryable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forward_frames_are_acked_and_routed() {

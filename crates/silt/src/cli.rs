@@ -548,6 +548,9 @@ pub struct ServeArgs {
     /// Memory a query's sorts, joins and aggregations may hold (default: no limit).
     #[arg(long, value_parser = parse_bytes)]
     pub query_memory: Option<usize>,
+    /// Queries running at once at most (HTTP and Flight SQL together); more get HTTP 429.
+    #[arg(long, default_value_t = 8)]
+    pub max_queries: usize,
     /// Merge each partition's small files this often (e.g. 10m), as `silt compact` does;
     /// queries see the old files or the merged one, never both.
     #[arg(long, value_parser = crate::units::parse_duration)]

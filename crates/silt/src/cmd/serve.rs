@@ -136,6 +136,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     cfg.max_body = a.max_body;
     cfg.query_timeout = a.query_timeout;
     cfg.query_memory = a.query_memory;
+    cfg.max_queries = a.max_queries;
     cfg.options = FormatOptions::new(ReadOptions::default());
     let per_table = crate::opts::retention_windows(&a.keep_table, "--keep-table")?;
     cfg.maintain = silt_serve::maintain::MaintainConfig {
