@@ -281,3 +281,70 @@ fn count_parquet(d: &std::path::Path) -> usize {
         })
         .sum()
 }
+
+/// An operator's `silt compact` next to a running server: the server notices (within its 5 s
+/// watch), lists the lake again, and answers from the merged file with the same rows.
+#[test]
+fn an_external_compaction_is_picked_up_by_a_running_server() {
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let (mut child, addr) = start(&lake, &[]);
+    let next = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = {
+        let (n, s, a) = (next.clone(), stop.clone(), addr.clone());
+        std::thread::spawn(move || client(a, n, s))
+    };
+    // A second's worth of flushes (150 ms each): several small files.
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    c.join().unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let acked = (next.load(Ordering::Relaxed) * BATCH) as u64;
+    // Everything acknowledged is in files once a flush age has passed.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
+    let out = Command::new(SILT)
+        .args(["compact", "--lake"])
+        .arg(&lake)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let rescans = loop {
+        let m = agent
+            .get(&format!("{addr}/metrics"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        let n: u64 = m
+            .lines()
+            .find_map(|l| l.strip_prefix("silt_lake_rescans_total "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        if n > 0 || Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(rescans > 0, "the server did not list the lake again");
+    assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+    assert!(count_parquet(&lake.join("app.events")) <= 2);
+}

@@ -152,7 +152,7 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
                 );
             } else {
                 println!(
-                    "{t}: {} files ({}) -> {} files ({}), {} rows, {:.1}s, {:.1} MB/s{}",
+                    "{t}: {} files ({}) -> {} file(s) ({}), {} rows, {:.1}s, {:.1} MB/s{}",
                     s.files_in,
                     human_bytes(s.bytes_in),
                     s.files_out,
