@@ -6,6 +6,9 @@
 //! - `done.ndjson`: one line per finished run: its id, time, and for every input its identity
 //!   (path, size, and xxHash64 digests of the first and last 1 MiB: the whole content when it is
 //!   at most 2 MiB) with the files the run published. Appended and fsynced when a run finishes.
+//! - `flush.json`: the last finished `silt serve` flush (its files and the write-ahead-log
+//!   position they cover), replaced atomically by each flush: a server flushing every second
+//!   would otherwise add a line per flush to `done.ndjson` forever.
 //! - `<run>.journal`: while a run is going, every file it is about to publish is appended here
 //!   (and fsynced) *before* the file's rename makes it visible, and the run holds an exclusive
 //!   lock on the journal. A journal without a lock holder is a run that died: the next import
@@ -33,6 +36,9 @@ use crate::publish::{self, PendingFile, PublishedFile, Publisher};
 /// Directory of the import record, below the lake root.
 pub const IMPORTS_DIR: &str = "_silt/imports";
 const DONE: &str = "done.ndjson";
+/// The last finished `silt serve` flush (rewritten atomically by each flush, so a long-running
+/// server does not grow `done.ndjson` by a line per flush).
+const FLUSH: &str = "flush.json";
 /// Bytes hashed at each end of an input.
 const BLOCK: u64 = 1 << 20;
 
@@ -129,7 +135,9 @@ impl ImportLog {
         let p = self.dir.join(DONE);
         let f = match File::open(&p) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(self.last_flush()?.into_iter().collect())
+            }
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
         };
         let mut out = Vec::new();
@@ -139,7 +147,18 @@ impl ImportLog {
                 out.push(r);
             }
         }
+        out.extend(self.last_flush()?);
         Ok(out)
+    }
+
+    /// The last finished serve flush (`flush.json`), if any.
+    fn last_flush(&self) -> anyhow::Result<Option<RunRecord>> {
+        let p = self.dir.join(FLUSH);
+        match fs::read(&p) {
+            Ok(b) => Ok(serde_json::from_slice(&b).ok()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", p.display())),
+        }
     }
 
     /// The finished run that imported content identical to `id`, if any.
@@ -320,6 +339,16 @@ impl Run {
                 })
                 .collect(),
         };
+        if rec.inputs.is_empty() && rec.wal_upto.is_some() {
+            // A serve flush: only the last one matters (the log position it covers), so it
+            // replaces the previous one instead of adding a line.
+            let flush = self.done.with_file_name(FLUSH);
+            publish::write_atomic(&flush, &serde_json::to_vec(&rec)?)
+                .with_context(|| format!("cannot write {}", flush.display()))?;
+            fs::remove_file(&self.journal)?;
+            publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
+            return Ok(rec);
+        }
         let mut line = serde_json::to_vec(&rec)?;
         line.push(b'\n');
         let mut done = OpenOptions::new()
@@ -455,5 +484,13 @@ mod tests {
         assert!(!journal.exists());
         assert_eq!(log.wal_covered().unwrap(), Some(41));
         assert_eq!(log.runs().unwrap()[0].run, id);
+        // Later flushes replace the record instead of growing done.ndjson.
+        for upto in [42, 43] {
+            let run = log.begin().unwrap();
+            run.finish_with(vec![], &[], Some(upto)).unwrap();
+        }
+        assert_eq!(log.wal_covered().unwrap(), Some(43));
+        assert_eq!(log.runs().unwrap().len(), 1);
+        assert!(!d.path().join(IMPORTS_DIR).join(DONE).exists());
     }
 }

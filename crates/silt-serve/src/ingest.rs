@@ -7,9 +7,10 @@
 //! its oldest row the flush age (`--flush-age`), or when the server stops; the flusher then writes
 //! it with a [`LakeWriter`] (same partitioning, sorting, encodings and atomic publish as an
 //! import) under an import-record journal (`silt_lake::imports`), and records the last log record
-//! it holds (`wal_upto`) in the same line that marks the flush done. A crash before that line
-//! leaves a journal that the next start removes with its files, and the log is replayed from the
-//! last recorded flush: every acknowledged event ends up in the lake once.
+//! it holds (`wal_upto`) in the record that marks the flush done (`_silt/imports/flush.json`,
+//! replaced by each flush). A crash before that record leaves a journal that the next start
+//! removes with its files, and the log is replayed from the last recorded flush: every
+//! acknowledged event ends up in the lake once.
 //!
 //! A flush that fails (a full disk, a table that cannot be written) is retried with backoff; its
 //! rows stay queryable in memory and its log records stay on disk meanwhile, and `/health` says
