@@ -1,6 +1,7 @@
 //! Realistic synthetic security telemetry for demos, tests and benchmarks: Zeek 6 TSV logs
 //! (conn, dns, http, ssl, files, weird) and Suricata 7 EVE JSON (alert, flow, dns, http, tls,
-//! fileinfo, anomaly, stats).
+//! fileinfo, anomaly, stats); packet captures ([`pcap`]), Docker nginx logs ([`weblog`]) and
+//! sFlow v5 export of the captures' packets ([`sflow`]).
 //!
 //! Touches only the directory or [`Write`] it is given; depends on nothing of silt's own.
 //!
@@ -32,6 +33,7 @@ mod fmt;
 mod model;
 mod out;
 pub mod pcap;
+pub mod sflow;
 pub mod weblog;
 mod zeek;
 
@@ -43,6 +45,7 @@ use anyhow::{bail, Context};
 
 pub use eve::EVE_TYPES;
 pub use pcap::{generate_pcap, write_pcap, PcapOptions, PcapReport};
+pub use sflow::{generate_sflow, write_sflow, SflowOptions, SflowReport};
 pub use zeek::{zeek_fields, zeek_header, ZEEK_LOGS, ZEEK_MIX};
 
 /// 2018-03-24 17:00:00 UTC in microseconds (the WRCCDC 2018 sample captures start then).

@@ -680,6 +680,13 @@ pub enum GenKind {
     /// as MessagePack or NDJSON (--format). --events counts records, or --bytes sets the
     /// MessagePack size (the NDJSON file of the same options has the same records); -o is the file.
     DockerNginx,
+    /// sFlow v5 export of sampled packets (the pcap generator's traffic mix) from 4 switches, as
+    /// a pcap of UDP datagrams to port 6343 (`silt import sflow` reads it; tables sflow.sample
+    /// and sflow.counter). --events counts flow samples; -o is the file.
+    Sflow,
+    /// Rapid7-shaped reverse-DNS data (`ip,name` lines, gzip'd) for `silt index rdns`.
+    /// --events counts rows; -o is the file (.csv.gz).
+    Rdns,
 }
 
 #[derive(Args, Debug)]

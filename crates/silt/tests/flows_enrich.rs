@@ -184,3 +184,60 @@ fn flows_enriched_and_looked_up() {
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("databases of --enrich"));
 }
+
+/// `silt generate sflow` makes what `silt import sflow` reads completely (every flow sample with
+/// its sampled packet decoded), and `silt generate rdns` what `silt index rdns` builds from.
+#[test]
+fn generated_sflow_and_rdns_feed_the_importer_and_the_index() {
+    let d = tempfile::tempdir().unwrap();
+    let cap = d.path().join("s.pcap");
+    let out = ok(&["generate", "sflow", "--events", "3000", "-o", p(&cap)]);
+    assert!(out.contains("3000 flow samples"), "{out}");
+    let lake = d.path().join("lake");
+    ok(&[
+        "import",
+        "sflow",
+        p(&cap),
+        "--lake",
+        p(&lake),
+        "-q",
+        "--strict",
+    ]);
+    let r = rows(
+        &lake,
+        &[],
+        "SELECT count(*) AS n, count(DISTINCT agent) AS agents, min(sampling_rate) AS rate, \
+         count(src) AS with_src, count(community_id) AS with_cid, count(decode_error) AS errors \
+         FROM sflow.sample",
+    );
+    assert_eq!(r[0]["n"], 3000);
+    assert_eq!(r[0]["agents"], 4);
+    assert_eq!(r[0]["rate"], 1000);
+    assert_eq!(r[0]["with_src"], 3000, "every sampled header decoded");
+    assert_eq!(r[0]["with_cid"], 3000);
+    assert_eq!(r[0]["errors"], 0);
+    let c = rows(&lake, &[], "SELECT count(*) AS n FROM sflow.counter");
+    assert!(c[0]["n"].as_i64().unwrap() > 0);
+
+    let csv = d.path().join("r.csv.gz");
+    let out = ok(&["generate", "rdns", "--events", "20000", "-o", p(&csv)]);
+    assert!(out.contains("20000 rows"), "{out}");
+    let idx = d.path().join("r.idx");
+    ok(&["index", "rdns", p(&csv), "-o", p(&idx), "--strict"]);
+    let text = String::from_utf8(
+        std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&csv)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let (ip, name) = text.lines().next().unwrap().split_once(',').unwrap();
+    let q = rows(
+        &lake,
+        &["--rdns", p(&idx)],
+        &format!("SELECT rdns('{ip}') AS name"),
+    );
+    assert_eq!(q[0]["name"], name);
+}

@@ -1,4 +1,5 @@
-//! `silt generate zeek|suricata|pcap`: realistic synthetic telemetry from `silt-gen`.
+//! `silt generate zeek|suricata|pcap|docker-nginx|sflow|rdns`: realistic synthetic telemetry
+//! from `silt-gen` (reverse-DNS rows from `silt-rdns`'s generator).
 
 use silt_gen::GenOptions;
 use silt_lake::summary::human_bytes;
@@ -18,10 +19,48 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<i32> {
     if a.kind == GenKind::DockerNginx {
         return docker_nginx(&a, started);
     }
+    if a.kind == GenKind::Sflow {
+        let r = silt_gen::generate_sflow(
+            &a.output,
+            &silt_gen::SflowOptions {
+                seed: a.seed,
+                samples: a.events,
+                ..silt_gen::SflowOptions::default()
+            },
+        )?;
+        println!(
+            "{:<40} {} flow samples, {} counter samples in {} datagrams, {} in {:.2} s",
+            a.output.display(),
+            r.flow_samples,
+            r.counter_samples,
+            r.datagrams,
+            human_bytes(r.bytes),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(0);
+    }
+    if a.kind == GenKind::Rdns {
+        let f = std::fs::File::create(&a.output)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.output.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        silt_rdns::gen::write_csv_gz(a.events, a.seed, &mut w)?;
+        std::io::Write::flush(&mut w)?;
+        let bytes = std::fs::metadata(&a.output)?.len();
+        println!(
+            "{:<40} {} rows, {} in {:.2} s",
+            a.output.display(),
+            a.events,
+            human_bytes(bytes),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(0);
+    }
     let report = match a.kind {
         GenKind::Zeek => silt_gen::generate_zeek(&a.output, a.events, &opts)?,
         GenKind::Suricata => silt_gen::generate_suricata(&a.output, a.events, &opts)?,
-        GenKind::Pcap | GenKind::DockerNginx => unreachable!("handled above"),
+        GenKind::Pcap | GenKind::DockerNginx | GenKind::Sflow | GenKind::Rdns => {
+            unreachable!("handled above")
+        }
     };
     for f in &report.files {
         println!(
