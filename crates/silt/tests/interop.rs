@@ -1,0 +1,124 @@
+//! The lake is read by the engines users already run (issue 25): Spark (pyspark, local mode) and
+//! DuckDB read a silt lake with the same answers as silt, through a glob over the files and
+//! through the CREATE statements `silt ddl` prints, executed by those engines. The checks are
+//! `scripts/interop/engines.py` (counts, sums of every numeric column and nested field, distinct
+//! lookup values, time ranges as the same instants, the smallest uid's row by value, `id.orig_h`
+//! as a nested field); the Python environment is `scripts/spark.sh`'s.
+//!
+//! Lakes: generated Zeek logs (all six logs) and the corpus's packet captures with flows. Zeek
+//! counts must read as BIGINT in Spark (not decimal(20,0)).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{ok, p};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The Spark venv's python, or None after a skip message (a failure in CI).
+fn spark_python() -> Option<String> {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/spark.sh"))
+        .output()
+        .ok()?;
+    let py = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    if out.status.success() && !py.is_empty() {
+        Some(py)
+    } else {
+        silt_testkit::skip(&format!(
+            "pyspark (scripts/spark.sh) is not available: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ))
+    }
+}
+
+/// Runs the checker on `lake`; returns its JSON summary after asserting every value is equal.
+fn check(py: &str, lake: &Path) -> serde_json::Value {
+    let out = Command::new(py)
+        .arg(root().join("scripts/interop/engines.py"))
+        .args([
+            "--silt",
+            env!("CARGO_BIN_EXE_silt"),
+            "--lake",
+            p(lake),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "engines.py did not print JSON ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let diffs: Vec<String> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| {
+            t["differences"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |d| format!("{}: {}", t["table"], d))
+        })
+        .collect();
+    assert!(
+        out.status.success() && diffs.is_empty(),
+        "engines disagree on {}:\n{}",
+        lake.display(),
+        diffs.join("\n")
+    );
+    assert!(v["checks"].as_u64().unwrap() > 100, "{v}");
+    v
+}
+
+#[test]
+fn spark_and_duckdb_read_the_lake_as_silt_does() {
+    let Some(py) = spark_python() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let logs = d.path().join("logs");
+    ok(&["generate", "zeek", "--events", "20000", "-o", p(&logs)]);
+    let lake = d.path().join("zeek");
+    ok(&["import", "zeek", p(&logs), "--lake", p(&lake), "-q"]);
+    let v = check(&py, &lake);
+    assert_eq!(v["tables"].as_array().unwrap().len(), 6, "{v}");
+    // Zeek counts are BIGINT for Spark: no decimal(20,0) anywhere in the Zeek tables.
+    for t in v["tables"].as_array().unwrap() {
+        for f in t["type_findings"].as_array().unwrap() {
+            assert!(
+                !f["spark"].as_str().unwrap_or("").contains("decimal(20,0)"),
+                "{}: {f}",
+                t["table"]
+            );
+        }
+    }
+
+    let Some(pcaps) = silt_testkit::corpus_path("pcap") else {
+        return;
+    };
+    let lake = d.path().join("pcap");
+    let o = common::silt(&[
+        "import",
+        "pcap",
+        p(&pcaps),
+        "--flows",
+        "--lake",
+        p(&lake),
+        "-q",
+    ]);
+    assert!(
+        o.status.code().is_some_and(|c| c == 0 || c == 4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    check(&py, &lake);
+}
