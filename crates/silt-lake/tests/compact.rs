@@ -3,14 +3,15 @@
 //! import, schema changes between the small files are merged, files of an import still in flight
 //! and files younger than `older_than` are left alone, the target size splits a partition.
 
-use std::collections::HashMap;
+mod common;
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use arrow::array::{Array, Int64Array, StringArray, TimestampMicrosecondArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::properties::ReaderProperties;
@@ -24,20 +25,7 @@ use silt_lake::{LakeWriter, Partitioning, StoreKind, WriterConfig};
 const T0: i64 = 1_521_910_800_000_000; // 2018-03-24T17:00:00Z
 
 fn schema(extra: bool) -> SchemaRef {
-    let mut fields = vec![
-        Field::new("ts", silt_core::time::timestamp_type(), true),
-        Field::new("uid", DataType::Utf8, true),
-        Field::new("n", DataType::Int64, true),
-    ];
-    if extra {
-        fields.push(Field::new("extra", DataType::Utf8, true));
-    }
-    let md: HashMap<String, String> = [
-        (meta::TIME_COLUMN.to_string(), "ts".to_string()),
-        (meta::LOOKUP_COLUMNS.to_string(), "uid".to_string()),
-    ]
-    .into();
-    Arc::new(Schema::new_with_metadata(fields, md))
+    common::conn_schema(extra)
 }
 
 /// Rows `first..first+n`: times spread over two hours and shuffled a little, so that flushes

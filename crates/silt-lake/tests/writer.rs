@@ -1,6 +1,7 @@
 //! LakeWriter end to end: layout, sortedness, runs, schema evolution, stores, codec levels.
 
-use std::collections::HashMap;
+mod common;
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
-use silt_core::{meta, Emit, Reject, TableName};
+use silt_core::{Emit, Reject, TableName};
 use silt_lake::catalog;
 use silt_lake::{Codec, LakeWriter, Partitioning, StoreKind, WriterConfig};
 
@@ -18,20 +19,7 @@ const HOUR: i64 = 3_600_000_000;
 const T0: i64 = 1_521_910_800_000_000; // 2018-03-24T17:00:00Z
 
 fn schema(extra: bool) -> SchemaRef {
-    let mut fields = vec![
-        Field::new("ts", silt_core::time::timestamp_type(), true),
-        Field::new("uid", DataType::Utf8, true),
-        Field::new("n", DataType::Int64, true),
-    ];
-    if extra {
-        fields.push(Field::new("extra", DataType::Utf8, true));
-    }
-    let md: HashMap<String, String> = [
-        (meta::TIME_COLUMN.to_string(), "ts".to_string()),
-        (meta::LOOKUP_COLUMNS.to_string(), "uid".to_string()),
-    ]
-    .into();
-    Arc::new(Schema::new_with_metadata(fields, md))
+    common::conn_schema(extra)
 }
 
 fn batch(ts: &[Option<i64>], extra: bool) -> RecordBatch {

@@ -132,12 +132,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     }
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert!(child.wait().unwrap().success());
+    terminate(&mut child);
     let acked = next.load(Ordering::Relaxed);
     eprintln!("{acked} batches of {BATCH} acknowledged across 20 kills");
     assert!(acked > 20, "only {acked} batches acknowledged in 21 runs");
@@ -224,26 +219,9 @@ fn queries_stay_exact_while_the_server_compacts() {
     }
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
-    let metrics = agent
-        .get(&format!("{addr}/metrics"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    let compactions: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("silt_compactions_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(compactions > 0, "{metrics}");
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert!(child.wait().unwrap().success());
+    let compactions = metric(&agent, &addr, "silt_compactions_total");
+    assert!(compactions > 0);
+    terminate(&mut child);
     let acked = (next.load(Ordering::Relaxed) * BATCH) as u64;
     eprintln!("{queries} queries, {compactions} compactions, {acked} rows acknowledged");
     let out = Command::new(SILT)
@@ -320,19 +298,7 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     );
     let deadline = Instant::now() + Duration::from_secs(15);
     let rescans = loop {
-        let m = agent
-            .get(&format!("{addr}/metrics"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        let n: u64 = m
-            .lines()
-            .find_map(|l| l.strip_prefix("silt_lake_rescans_total "))
-            .unwrap()
-            .parse()
-            .unwrap();
+        let n = metric(&agent, &addr, "silt_lake_rescans_total");
         if n > 0 || Instant::now() > deadline {
             break n;
         }
@@ -340,11 +306,32 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     };
     assert!(rescans > 0, "the server did not list the lake again");
     assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
+    terminate(&mut child);
+    assert!(count_parquet(&lake.join("app.events")) <= 2);
+}
+
+/// A counter of the server's `/metrics`.
+fn metric(agent: &ureq::Agent, addr: &str, name: &str) -> u64 {
+    let text = agent
+        .get(&format!("{addr}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+/// SIGTERM (drain), then the server must exit cleanly.
+fn terminate(child: &mut Child) {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     assert!(child.wait().unwrap().success());
-    assert!(count_parquet(&lake.join("app.events")) <= 2);
 }
