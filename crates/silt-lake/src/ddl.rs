@@ -398,7 +398,9 @@ fn sql_type(f: &Field, d: Dialect) -> anyhow::Result<String> {
         DataType::Float64 => "double".into(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => hive("string", "varchar"),
         // An all-null column (a JSON field never seen with a value); readers see nulls.
-        DataType::Null => hive("string", "varchar"),
+        // parquet-rs stores an Arrow Null column as INT32 (logical type UNKNOWN), which Spark
+        // reads as `int`; declaring `string` made Spark fail on the column (interop check).
+        DataType::Null => hive("int", "integer"),
         DataType::Binary
         | DataType::LargeBinary
         | DataType::BinaryView
