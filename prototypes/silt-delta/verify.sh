@@ -16,6 +16,6 @@ if [ ! -x .duckdb144/bin/python ]; then
   .duckdb144/bin/pip install --quiet --disable-pip-version-check duckdb==1.4.4 duckdb-ext-delta==1.4.4.20260205
 fi
 .duckdb144/bin/python verify_duckdb.py "$DIR-duckdb" "$DIR-duckdb/expect.json"
-PY="$(/work/main/scripts/spark.sh)"
+PY="$(../../scripts/spark.sh)"
 # Last: it appends a row with Spark.
 nice "$PY" verify_spark.py "$DIR" "$DIR/expect.json" 2>&1 | grep -E '^(ok|FAIL|FAILURES)|^\||^\+|^ \|-- |^root|^Row'
