@@ -51,13 +51,14 @@ def duck(py, sql, fetch=True):
     code = ("import duckdb, time, sys, json\n"
             "c = duckdb.connect()\n"
             "c.execute('SET threads = 2')\n"
+            "c.execute('SET enable_progress_bar = false')\n"
             "t = time.perf_counter()\n"
             "r = c.execute(sys.argv[1]).fetchall()\n"
             "print(json.dumps([time.perf_counter() - t, [[str(x) for x in row] for row in r]]))\n")
     out = subprocess.run([py, "-c", code, sql], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"duckdb failed: {out.stderr[-2000:]}\n{sql}")
-    return json.loads(out.stdout)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
