@@ -26,6 +26,16 @@ fn main() {
     let args = cli::Cli::parse();
     let code = match cmd::run(args) {
         Ok(code) => code,
+        // The reader of our output went away (`silt tables | head`): stop quietly, as Unix
+        // tools do.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            0
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             1

@@ -4,6 +4,7 @@
 //!
 //! Touches standard output (and standard error for the transforms' warnings) only.
 
+use std::io::Write;
 use std::path::Path;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -106,14 +107,19 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&v)?
+        )?;
         return Ok(());
     }
     if infos.is_empty() {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "no tables in {} (import some logs with `silt import`)",
             lake.display()
-        );
+        )?;
         return Ok(());
     }
     let mut t = Table::new();
@@ -136,6 +142,8 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
             fmt_ts(i.last_ts),
         ]);
     }
-    println!("{t}");
+    // Written, not println!: a reader that goes away (`silt tables | head`) is an error that
+    // main turns into a quiet exit, not a panic.
+    writeln!(std::io::stdout().lock(), "{t}")?;
     Ok(())
 }

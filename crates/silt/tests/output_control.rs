@@ -256,3 +256,41 @@ print(con.execute("SELECT count(*), count(DISTINCT hour), sum(orig_bytes) FROM z
         format!("({ROWS}, 2, {sum})")
     );
 }
+
+/// `silt tables | head -1`: the reader goes away after one line; silt stops quietly (status 0, no
+/// panic message) instead of panicking on the broken pipe.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    ok(&[
+        "generate",
+        "zeek",
+        "--events",
+        "3000",
+        "-o",
+        logs.to_str().unwrap(),
+    ]);
+    let lake = dir.path().join("lake");
+    ok(&[
+        "import",
+        "zeek",
+        logs.to_str().unwrap(),
+        "--lake",
+        lake.to_str().unwrap(),
+        "-q",
+    ]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args(["tables", "--lake", lake.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The read end is closed before silt has listed the lake, so its write fails (EPIPE); with
+    // a panic on it, this test fails.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+}
