@@ -36,8 +36,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Decimal128Builder, StringBuilder, StructArray, TimestampMicrosecondBuilder,
-    UInt16Builder, UInt64Builder, UInt8Builder,
+    ArrayRef, Decimal128Builder, Int64Builder, StringBuilder, StructArray,
+    TimestampMicrosecondBuilder, UInt16Builder, UInt8Builder,
 };
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -194,7 +194,9 @@ pub struct FlowTracker {
 pub fn flow_schema() -> SchemaRef {
     use silt_core::meta;
     let ts = silt_core::time::timestamp_type();
-    let u64f = |n: &str| Field::new(n, DataType::UInt64, true);
+    // Counters are signed 64-bit (BIGINT in Spark, Trino, Athena; an unsigned INT64 reads as
+    // decimal(20,0) in Spark); a flow's packets and bytes never approach 2^63.
+    let u64f = |n: &str| Field::new(n, DataType::Int64, true);
     let vlan = Fields::from(vec![
         Field::new("outer", DataType::UInt16, true),
         Field::new("inner", DataType::UInt16, true),
@@ -577,7 +579,7 @@ impl FlowTracker {
         let mut proto = UInt8Builder::with_capacity(n);
         let mut outer = UInt16Builder::with_capacity(n);
         let mut inner = UInt16Builder::with_capacity(n);
-        let mut u64s: [UInt64Builder; 6] = std::array::from_fn(|_| UInt64Builder::with_capacity(n));
+        let mut u64s: [Int64Builder; 6] = std::array::from_fn(|_| Int64Builder::with_capacity(n));
         let mut fo = UInt8Builder::with_capacity(n);
         let mut fr = UInt8Builder::with_capacity(n);
         let mut reason = StringBuilder::with_capacity(n, n * 4);
@@ -609,7 +611,7 @@ impl FlowTracker {
                 f.resp_payload,
             ];
             for (b, v) in u64s.iter_mut().zip(vals) {
-                b.append_value(v);
+                b.append_value(i64::try_from(v).unwrap_or(i64::MAX));
             }
             let tcp = f.proto == TCP;
             fo.append_option(tcp.then_some(f.flags_orig));
