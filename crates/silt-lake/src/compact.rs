@@ -12,6 +12,12 @@
 //! than its inputs together (one dictionary and one set of row groups instead of many), so
 //! outputs stay under the target.
 //!
+//! Types: when a table's files disagree on a column's type (an integer in some, a list in others,
+//! as Suricata's `vlan` across EVE versions; an integer widened to a float), silt reads the
+//! unification, but Spark and DuckDB refuse the table. Compaction then writes every output with
+//! the table's unified types and also rewrites, alone if need be, every file whose types
+//! disagree, whatever its size: after it, every engine reads the table.
+//!
 //! Each group is swapped in with the replacement protocol of [`crate::replace`]: the output is
 //! checked to hold exactly the rows read, recorded with its inputs, renamed into place, then the
 //! inputs are removed. A crash at any point leaves the old files or the new one visible to silt,
@@ -30,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
+use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::FileReader;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -83,6 +90,9 @@ pub struct Group {
     pub dir: PathBuf,
     pub store: StoreKind,
     pub inputs: Vec<DataFile>,
+    /// The table's unified schema, when its files disagree on a column's type: the output is
+    /// written with it (see the module documentation).
+    pub table_schema: Option<SchemaRef>,
 }
 
 impl Group {
@@ -234,9 +244,10 @@ pub fn plan(
         let files = layout::data_files(&dir)?;
         // Journals are read after the listing: a listed file of a live run is in its journal.
         let in_flight: HashSet<String> = ImportLog::open(root)?.in_flight()?;
+        let (table_schema, disagree) = table_schema(&files);
         let mut parts: BTreeMap<(PathBuf, StoreKind), Vec<DataFile>> = BTreeMap::new();
         for f in files {
-            if f.bytes * 2 >= opts.target_bytes {
+            if f.bytes * 2 >= opts.target_bytes && !disagree.contains(&f.path) {
                 continue;
             }
             let rel = f
@@ -268,12 +279,14 @@ pub fn plan(
             let mut bin: Vec<DataFile> = Vec::new();
             let mut bytes = 0;
             let close = |bin: &mut Vec<DataFile>, groups: &mut Vec<Group>| {
-                if bin.len() >= 2 {
+                // One file is rewritten alone only when its types disagree with the table's.
+                if bin.len() >= 2 || bin.iter().any(|f| disagree.contains(&f.path)) {
                     groups.push(Group {
                         table: table.clone(),
                         dir: pdir.clone(),
                         store,
                         inputs: std::mem::take(bin),
+                        table_schema: (!disagree.is_empty()).then(|| table_schema.clone()),
                     });
                 } else {
                     bin.clear();
@@ -291,6 +304,76 @@ pub fn plan(
         }
     }
     Ok((groups, in_flight_skipped))
+}
+
+/// The Arrow schema a data file holds (its footer), or `None` when it cannot be read.
+fn file_schema(path: &Path, store: StoreKind) -> Option<SchemaRef> {
+    let f = File::open(path).ok()?;
+    match store {
+        StoreKind::Parquet => Some(
+            ParquetRecordBatchReaderBuilder::try_new(f)
+                .ok()?
+                .schema()
+                .clone(),
+        ),
+        StoreKind::Feather => Some(FileReader::try_new(BufReader::new(f), None).ok()?.schema()),
+    }
+}
+
+/// The unification of a table's file schemas (metadata of the first file), and the files whose
+/// types disagree with it: a column that is an integer in one file and a list in another
+/// (Suricata's `vlan` across EVE versions), an integer widened to a float. silt's own reader
+/// unifies them as it reads, but Spark (`mergeSchema`) and DuckDB refuse such a table, so
+/// compaction rewrites those files with the table's types. A column a file merely lacks is no
+/// disagreement (every engine reads it as null).
+fn table_schema(files: &[DataFile]) -> (SchemaRef, HashSet<PathBuf>) {
+    let schemas: Vec<(PathBuf, SchemaRef)> = files
+        .iter()
+        .filter_map(|f| file_schema(&f.path, f.store).map(|s| (f.path.clone(), s)))
+        .collect();
+    let mut unified: Option<arrow::datatypes::Schema> = None;
+    for (_, s) in &schemas {
+        unified = Some(match unified {
+            None => s.as_ref().clone(),
+            Some(u) => {
+                let md = u.metadata().clone();
+                let mut n = silt_core::schema::unify_schemas(&u, s);
+                n.metadata = md;
+                n
+            }
+        });
+    }
+    let unified = Arc::new(unified.unwrap_or_else(|| arrow::datatypes::Schema::empty()));
+    let disagree = schemas
+        .iter()
+        .filter(|(_, s)| {
+            s.fields().iter().any(|f| {
+                unified
+                    .field_with_name(f.name())
+                    .is_ok_and(|u| !same_shape(f.data_type(), u.data_type()))
+            })
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    (unified, disagree)
+}
+
+/// Whether `a` (a file's type) reads as `b` (the table's) without conversion: equal up to
+/// nullability, metadata and struct fields `a` lacks.
+fn same_shape(a: &arrow::datatypes::DataType, b: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType as T;
+    match (a, b) {
+        (T::Struct(fa), T::Struct(fb)) => fa.iter().all(|f| {
+            fb.find(f.name())
+                .is_some_and(|(_, g)| same_shape(f.data_type(), g.data_type()))
+        }),
+        (T::List(x), T::List(y)) | (T::LargeList(x), T::LargeList(y)) => {
+            same_shape(x.data_type(), y.data_type())
+        }
+        (T::Map(x, _), T::Map(y, _)) => same_shape(x.data_type(), y.data_type()),
+        (T::Null, _) => true,
+        _ => a == b,
+    }
 }
 
 /// The sort keys a Parquet file says it is sorted by (`sorting_columns` of its first row group),
@@ -365,7 +448,10 @@ fn compact_group(
     let out = g.dir.join(layout::unique_file_name(g.store.extension()));
     let mut w = SingleFileWriter::new(&out, cfg, root)?.with_publisher(Box::new(publisher));
     for f in &g.inputs {
-        let read = read_file(&f.path, f.store, &mut |b| w.batch(&g.table, b));
+        let read = read_file(&f.path, f.store, &mut |b| match &g.table_schema {
+            Some(s) => w.batch(&g.table, silt_core::schema::conform(&b, s)?),
+            None => w.batch(&g.table, b),
+        });
         match read {
             Ok(n) => {
                 expected.fetch_add(n, Ordering::SeqCst);

@@ -307,3 +307,108 @@ fn target_size_in_flight_files_and_age_are_respected() {
     assert_eq!(after, before);
     drop(run);
 }
+
+/// A column that is an integer in one partition's file and a list in another's (Suricata's
+/// `vlan` across EVE versions): silt reads the unification, Spark and DuckDB refuse the table.
+/// Compaction rewrites the disagreeing file, alone, with the table's types.
+#[test]
+fn files_whose_types_disagree_are_rewritten_with_the_tables_types() {
+    use arrow::array::{ListArray, TimestampMicrosecondArray};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path();
+    let cfg = WriterConfig {
+        partition: Partitioning::Hour.into(),
+        ..WriterConfig::default()
+    };
+    let md: std::collections::HashMap<String, String> =
+        [(meta::TIME_COLUMN.to_string(), "ts".to_string())].into();
+    let ts = |h: i64| -> Arc<dyn Array> {
+        Arc::new(
+            TimestampMicrosecondArray::from(vec![T0 + h * 3_600_000_000; 2]).with_timezone("UTC"),
+        )
+    };
+    // Hour 0: vlan is an integer.
+    let s1 = Arc::new(Schema::new_with_metadata(
+        vec![
+            Field::new("ts", silt_core::time::timestamp_type(), true),
+            Field::new("vlan", DataType::Int64, true),
+        ],
+        md.clone(),
+    ));
+    let b1 = RecordBatch::try_new(s1, vec![ts(0), Arc::new(Int64Array::from(vec![5, 6]))]).unwrap();
+    let mut w = LakeWriter::new(lake, cfg.clone()).unwrap();
+    w.batch(&conn(), b1).unwrap();
+    w.finish().unwrap();
+    // Hour 1, another import: vlan is a list.
+    let list = ListArray::from_iter_primitive::<Int64Type, _, _>(vec![
+        Some(vec![Some(7), Some(8)]),
+        Some(vec![Some(9)]),
+    ]);
+    let s2 = Arc::new(Schema::new_with_metadata(
+        vec![
+            Field::new("ts", silt_core::time::timestamp_type(), true),
+            Field::new("vlan", list.data_type().clone(), true),
+        ],
+        md,
+    ));
+    let b2 = RecordBatch::try_new(s2, vec![ts(1), Arc::new(list)]).unwrap();
+    let mut w = LakeWriter::new(lake, cfg).unwrap();
+    w.batch(&conn(), b2).unwrap();
+    w.finish().unwrap();
+
+    let types = |lake: &Path| -> Vec<DataType> {
+        data_files(&lake.join("zeek.conn"))
+            .unwrap()
+            .iter()
+            .map(|f| {
+                ParquetRecordBatchReaderBuilder::try_new(File::open(&f.path).unwrap())
+                    .unwrap()
+                    .schema()
+                    .field_with_name("vlan")
+                    .unwrap()
+                    .data_type()
+                    .clone()
+            })
+            .collect()
+    };
+    let before = types(lake);
+    assert_eq!(before.len(), 2);
+    assert_ne!(before[0], before[1]);
+    let rep = compact(lake, &CompactOptions::default(), &mut |_: &GroupResult| {}).unwrap();
+    assert_eq!(rep.failed(), 0, "{:?}", rep.groups);
+    assert_eq!(
+        rep.groups.len(),
+        1,
+        "only the disagreeing file: {:?}",
+        rep.groups
+    );
+    assert_eq!(rep.groups[0].inputs, 1);
+    let after = types(lake);
+    assert_eq!(after.len(), 2);
+    assert_eq!(after[0], after[1], "one type for every file");
+    assert!(matches!(after[0], DataType::List(_)));
+    // The integer became a one-element list, the values are all there.
+    let mut values: Vec<Vec<i64>> = Vec::new();
+    for f in data_files(&lake.join("zeek.conn")).unwrap() {
+        for b in read(&f.path, f.store) {
+            let l = b
+                .column_by_name("vlan")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .unwrap()
+                .clone();
+            for i in 0..l.len() {
+                let v = l.value(i);
+                let v = v.as_any().downcast_ref::<Int64Array>().unwrap();
+                values.push(v.values().to_vec());
+            }
+        }
+    }
+    values.sort();
+    assert_eq!(values, vec![vec![5], vec![6], vec![7, 8], vec![9]]);
+    // A second run finds nothing to do.
+    let rep = compact(lake, &CompactOptions::default(), &mut |_: &GroupResult| {}).unwrap();
+    assert!(rep.groups.is_empty(), "{:?}", rep.groups);
+}
