@@ -343,7 +343,7 @@ fn table_schema(files: &[DataFile]) -> (SchemaRef, HashSet<PathBuf>) {
             }
         });
     }
-    let unified = Arc::new(unified.unwrap_or_else(|| arrow::datatypes::Schema::empty()));
+    let unified = Arc::new(unified.unwrap_or_else(arrow::datatypes::Schema::empty));
     let disagree = schemas
         .iter()
         .filter(|(_, s)| {
