@@ -1,13 +1,15 @@
 //! What queries see: the lake's index and the rows acknowledged but not yet in a file.
 //!
-//! [`Live`] holds, under one lock, the [`LakeIndex`] (read once at start, then extended with the
-//! footers of each flush's new files, never re-listed) and, per table, the batches decoded from
+//! [`Live`] holds, under one lock, the [`LakeIndex`] (read at start, then extended with the
+//! footers of each flush's new files, changed by the server's own compaction and retention, and
+//! re-listed only after another process's maintenance) and, per table, the batches decoded from
 //! the write-ahead log, each tagged with the generation (flush) it belongs to. A flush publishes a
 //! generation's files and then, in one step under the lock, adds them to the index and drops the
-//! generation's batches ([`IndexUpdate::published`]); maintenance (compaction, retention) swaps
-//! files in the index the same way before it removes any ([`IndexUpdate::replace`]); a query takes a snapshot under the same lock
-//! ([`Live::snapshot`]), so it sees every acknowledged row exactly once: in memory or in a file,
-//! never both, never neither.
+//! generation's batches ([`IndexUpdate::published`]); maintenance takes files out of the index in
+//! one step before it removes them ([`IndexUpdate::replace_before_removal`]) and waits for the
+//! queries that started before (each holds the pin of its [`Snapshot`]). A query takes a snapshot
+//! under the same lock ([`Live::snapshot`]), so it sees every acknowledged row exactly once: in
+//! memory or in a file, never both, never neither.
 //!
 //! Touches nothing on disk.
 
