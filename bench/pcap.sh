@@ -11,11 +11,6 @@
 # See docs/benchmarks.md. Needs tshark (scripts/apt-deps.sh) and python3 (standard library only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
-
-if [ -z "${SILT:-}" ]; then
-  echo "== building silt (release)" >&2
-  cargo build --release -q -p silt
-  SILT="$CARGO_TARGET_DIR/release/silt"
-fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 exec python3 bench/pcap_bench.py --silt "$SILT" "$@"

@@ -4,11 +4,7 @@
 #   SILT=path/to/silt bench/serve.sh ...     # use this binary, skip the build
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
-if [ -z "${SILT:-}" ]; then
-  echo "== building silt (release)" >&2
-  cargo build --release -q -p silt
-  SILT="$CARGO_TARGET_DIR/release/silt"
-fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 PY="$(scripts/pyenv.sh)"
 exec "$PY" bench/serve.py --silt "$SILT" "$@"

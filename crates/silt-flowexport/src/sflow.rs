@@ -160,47 +160,8 @@ fn flow_sample(
         let (ent, fmt) = (tag >> 12, tag & 0xfff);
         match (ent, fmt) {
             (0, 1) => raw_header(&mut rec, &mut row, seed, d, stats)?,
-            (0, 3) => {
-                // Sampled IPv4: length, protocol, src, dst, ports, tcp flags, tos.
-                let ip_len = rec.u32("ipv4 length")?;
-                let proto = rec.u32("ipv4 protocol")?;
-                let src = rec.ipv4("ipv4 src")?;
-                let dst = rec.ipv4("ipv4 dst")?;
-                let sport = rec.u32("ipv4 src port")?;
-                let dport = rec.u32("ipv4 dst port")?;
-                let flags = rec.u32("ipv4 tcp flags")?;
-                let tos = rec.u32("ipv4 tos")?;
-                if row.src.is_none() {
-                    row.ip_length = Some(ip_len);
-                    row.proto = Some(proto as u8);
-                    row.src = Some(src.into());
-                    row.dst = Some(dst.into());
-                    row.sport = Some(sport as u16);
-                    row.dport = Some(dport as u16);
-                    row.tcp_flags = Some(flags as u8);
-                }
-                row.tos = Some(tos as u8);
-            }
-            (0, 4) => {
-                let ip_len = rec.u32("ipv6 length")?;
-                let proto = rec.u32("ipv6 protocol")?;
-                let src = rec.ipv6("ipv6 src")?;
-                let dst = rec.ipv6("ipv6 dst")?;
-                let sport = rec.u32("ipv6 src port")?;
-                let dport = rec.u32("ipv6 dst port")?;
-                let flags = rec.u32("ipv6 tcp flags")?;
-                let prio = rec.u32("ipv6 priority")?;
-                if row.src.is_none() {
-                    row.ip_length = Some(ip_len);
-                    row.proto = Some(proto as u8);
-                    row.src = Some(src.into());
-                    row.dst = Some(dst.into());
-                    row.sport = Some(sport as u16);
-                    row.dport = Some(dport as u16);
-                    row.tcp_flags = Some(flags as u8);
-                }
-                row.tos = Some(prio as u8);
-            }
+            (0, 3) => sampled_ip(&mut rec, &mut row, false)?,
+            (0, 4) => sampled_ip(&mut rec, &mut row, true)?,
             (0, 1001) => {
                 // 0xffffffff means "unknown" in the extended switch record.
                 let known = |v: u32| (v != u32::MAX).then_some(v);
@@ -225,6 +186,54 @@ fn flow_sample(
         row.community_id = community_id(row.src, row.dst, row.proto, row.ports(), seed);
     }
     Ok(row)
+}
+
+/// A sampled IPv4 (format 3) or IPv6 (format 4) record: length, protocol, src, dst, ports, tcp
+/// flags, then tos (IPv6: priority). The addresses and ports fill the row only when no raw
+/// header gave them; the tos always does.
+fn sampled_ip(rec: &mut Rd<'_>, row: &mut SampleRow, v6: bool) -> WireResult<()> {
+    // Names for error messages only (static: this runs for every sample).
+    let n = if v6 {
+        [
+            "ipv6 length",
+            "ipv6 protocol",
+            "ipv6 src port",
+            "ipv6 dst port",
+            "ipv6 tcp flags",
+            "ipv6 priority",
+        ]
+    } else {
+        [
+            "ipv4 length",
+            "ipv4 protocol",
+            "ipv4 src port",
+            "ipv4 dst port",
+            "ipv4 tcp flags",
+            "ipv4 tos",
+        ]
+    };
+    let ip_len = rec.u32(n[0])?;
+    let proto = rec.u32(n[1])?;
+    let (src, dst): (IpAddr, IpAddr) = if v6 {
+        (rec.ipv6("ipv6 src")?.into(), rec.ipv6("ipv6 dst")?.into())
+    } else {
+        (rec.ipv4("ipv4 src")?.into(), rec.ipv4("ipv4 dst")?.into())
+    };
+    let sport = rec.u32(n[2])?;
+    let dport = rec.u32(n[3])?;
+    let flags = rec.u32(n[4])?;
+    let tos = rec.u32(n[5])?;
+    if row.src.is_none() {
+        row.ip_length = Some(ip_len);
+        row.proto = Some(proto as u8);
+        row.src = Some(src);
+        row.dst = Some(dst);
+        row.sport = Some(sport as u16);
+        row.dport = Some(dport as u16);
+        row.tcp_flags = Some(flags as u8);
+    }
+    row.tos = Some(tos as u8);
+    Ok(())
 }
 
 impl SampleRow {
@@ -406,4 +415,79 @@ fn counter_sample(
         }
     }
     Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(v: &mut Vec<u8>, x: u32) {
+        v.extend_from_slice(&x.to_be_bytes());
+    }
+
+    /// A datagram of two flow samples, one with a sampled IPv4 record (format 3) and one with a
+    /// sampled IPv6 record (format 4): addresses, ports, protocol, flags and tos/priority.
+    #[test]
+    fn sampled_ipv4_and_ipv6_records() {
+        let mut d = Vec::new();
+        for x in [5, 1, 0x0a00_0001, 0, 7, 1000, 2] {
+            put(&mut d, x); // version, agent 10.0.0.1, sub-agent, seq, uptime, 2 samples
+        }
+        for v6 in [false, true] {
+            let mut rec = Vec::new();
+            put(&mut rec, 1500); // length
+            put(&mut rec, 6); // tcp
+            if v6 {
+                rec.extend_from_slice(
+                    &"2001:db8::1"
+                        .parse::<std::net::Ipv6Addr>()
+                        .unwrap()
+                        .octets(),
+                );
+                rec.extend_from_slice(
+                    &"2001:db8::2"
+                        .parse::<std::net::Ipv6Addr>()
+                        .unwrap()
+                        .octets(),
+                );
+            } else {
+                rec.extend_from_slice(&[192, 0, 2, 1]);
+                rec.extend_from_slice(&[192, 0, 2, 2]);
+            }
+            for x in [443, 51000, 0x12, 5] {
+                put(&mut rec, x); // ports, tcp flags, tos / priority
+            }
+            let mut s = Vec::new();
+            for x in [1, 3, 100, 2000, 0, 1, 2, 1] {
+                put(&mut s, x); // seq, source id, rate, pool, drops, input, output, 1 record
+            }
+            put(&mut s, if v6 { 4 } else { 3 });
+            put(&mut s, rec.len() as u32);
+            s.extend_from_slice(&rec);
+            put(&mut d, 1);
+            put(&mut d, s.len() as u32);
+            d.extend_from_slice(&s);
+        }
+        let mut stats = FlowExportStats::default();
+        let ip: IpAddr = "10.0.0.9".parse().unwrap();
+        let out = decode(&d, 0, ip, 6343, 1, 0, &mut stats).unwrap();
+        assert_eq!(out.samples.len(), 2);
+        for (row, (src, dst)) in out
+            .samples
+            .iter()
+            .zip([("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2")])
+        {
+            assert_eq!(row.src, Some(src.parse().unwrap()));
+            assert_eq!(row.dst, Some(dst.parse().unwrap()));
+            assert_eq!((row.sport, row.dport), (Some(443), Some(51000)));
+            assert_eq!(row.proto, Some(6));
+            assert_eq!(row.ip_length, Some(1500));
+            assert_eq!(row.tcp_flags, Some(0x12));
+            assert_eq!(row.tos, Some(5));
+            assert!(row.community_id.is_some());
+        }
+        // Cut inside the IPv6 record: an error naming the field, never a panic.
+        let e = decode(&d[..d.len() - 10], 0, ip, 6343, 1, 0, &mut stats).err();
+        assert!(e.is_some());
+    }
 }
