@@ -2,12 +2,13 @@
 """The RASP pipeline as a benchmark (issue 23): sFlow samples enriched with ASN, geo and reverse
 DNS at import, against the same lookups as a DuckDB join, then RASP's queries.
 
-  bench/rasp.sh [--rdns-rows 20000000] [--samples 10000000] [--reps 3]
+  bench/rasp.sh [--rdns-rows 20000000] [--samples 10000000] [--reps 3] [--from-pcap TRACE.pcap]
 
 1. `silt generate rdns` (Rapid7-shaped ip,name rows) plus one PTR-shaped row per distinct
    address of the capture (real traffic's addresses mostly have PTR records), and `silt index
    rdns`: build wall time, peak RSS of that process (wait4), index bytes against the gzip'd CSV.
-2. `silt generate sflow` (sFlow v5 datagrams of sampled packets, pcap), then `silt import sflow`
+2. `silt generate sflow` (sFlow v5 datagrams of sampled packets, pcap; with --from-pcap the
+   packets of a real-derived capture, e.g. bench/pcap.sh's repeated browsing trace), then `silt import sflow`
    twice into fresh lakes: without enrichment, and with `--enrich asn,geo,rdns` (the corpus's
    MaxMind test databases for ASN and City, the index of 1.). events/s of each, and what the
    enrichment costs. The page cache is dropped before each import when this runs as root
@@ -69,6 +70,8 @@ def main():
     ap.add_argument("--samples", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--from-pcap", default=None,
+                    help="sample the packets of this capture (real-derived) instead of generated traffic")
     a = ap.parse_args()
     corpus = os.environ.get("SILT_CORPUS") or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
     mm = os.path.join(corpus, "mmdb")
@@ -87,7 +90,11 @@ def main():
     if not os.path.exists(base):
         timed([S, "generate", "rdns", "--events", str(a.rdns_rows), "-o", base])
     if not os.path.exists(cap):
-        timed([S, "generate", "sflow", "--events", str(a.samples), "-o", cap])
+        gen = [S, "generate", "sflow", "--events", str(a.samples), "-o", cap]
+        if a.from_pcap:
+            gen += ["--from", a.from_pcap]
+        out, _, _ = timed(gen)
+        print("   " + out.strip().splitlines()[-1], flush=True)
 
     lake0, lake1 = os.path.join(work, "lake-plain"), os.path.join(work, "lake-enriched")
     for l in (lake0, lake1):
@@ -114,7 +121,7 @@ def main():
     out, enr_s, enr_rss = timed([S, "import", "sflow", cap, "--lake", lake1, "--enrich", "asn,geo,rdns",
                                  "--mmdb", asn_db, "--mmdb", city_db, "--rdns", idx])
     enrich_lines = [l.strip() for l in out.splitlines() if l.strip().startswith("enrich")]
-    n = a.samples
+    n = int(duck(a.python, f"SELECT count(*) FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true)")[1][0][0])
 
     # 3. DuckDB: the same reverse-DNS lookups as a join.
     rdns_pq = os.path.join(work, "rdns.parquet")
@@ -163,7 +170,8 @@ def main():
             dt.append(duck(a.python, dq)[0])
         qres.append((name, statistics.median(st), statistics.median(dt)))
 
-    print(f"\n### RASP pipeline: {n:,} sFlow samples, {a.rdns_rows:,} reverse-DNS rows (2 CPUs)\n")
+    source = f"packets of {a.from_pcap} (real-derived)" if a.from_pcap else "generated traffic"
+    print(f"\n### RASP pipeline: {n:,} sFlow samples of {source}, {a.rdns_rows:,} reverse-DNS rows (2 CPUs)\n")
     print("| step | measure | value | goal / baseline | ratio |")
     print("|---|---|---|---|---|")
     print(f"| rdns index build | wall, peak RSS | {build_s:.1f} s, {build_rss / 2**20:.0f} MiB | RSS <= 1 GiB | {build_rss / 2**30:.2f} |")

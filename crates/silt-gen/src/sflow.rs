@@ -4,6 +4,9 @@
 //!
 //! Touches only the [`Write`] (or file) it is given.
 //!
+//! With [`SflowOptions::from`], the sampled packets are those of a real capture instead (for
+//! real-derived benchmarks), in its order.
+//!
 //! Model: the packets of [`write_pcap`] (same mix: TCP/UDP/ICMP, IPv4/IPv6, VLAN, QinQ, VXLAN)
 //! are the sampled packets, one flow sample each. [`SflowOptions::agents`] agents
 //! (`10.255.0.1`, `10.255.0.2`, ...) share them by flow, each with its own datagram sequence,
@@ -39,6 +42,9 @@ pub struct SflowOptions {
     pub start_micros: i64,
     /// Mean time between samples in microseconds (default 200, i.e. 5,000 samples/s in all).
     pub mean_gap_micros: u32,
+    /// Sample the packets of this capture (classic pcap) instead of generated ones, up to
+    /// `samples` of them.
+    pub from: Option<std::path::PathBuf>,
 }
 
 impl Default for SflowOptions {
@@ -50,6 +56,7 @@ impl Default for SflowOptions {
             sampling_rate: 1000,
             start_micros: crate::DEFAULT_START_MICROS,
             mean_gap_micros: 200,
+            from: None,
         }
     }
 }
@@ -118,6 +125,23 @@ pub fn write_sflow(out: &mut dyn Write, opts: &SflowOptions) -> anyhow::Result<S
         head_done: false,
     };
     w.file_header();
+    if let Some(from) = &opts.from {
+        // Real-derived: the packets of a capture (classic pcap), in its order, one sample each.
+        let mut f = File::open(from).with_context(|| format!("opening {}", from.display()))?;
+        let mut magic = [0u8; 4];
+        std::io::Read::read_exact(&mut f, &mut magic)
+            .with_context(|| format!("reading {}", from.display()))?;
+        anyhow::ensure!(
+            magic == 0xa1b2_c3d4u32.to_le_bytes(),
+            "{}: not a little-endian classic pcap with microsecond times (pcapng and others: \
+             convert with `editcap -F pcap`)",
+            from.display()
+        );
+        w.write_all(&magic)?;
+        std::io::copy(&mut f, &mut w)?;
+        w.finish()?;
+        return Ok(w.report);
+    }
     let inner = PcapOptions {
         seed: opts.seed,
         start_micros: opts.start_micros,
@@ -224,6 +248,9 @@ impl Exporter<'_> {
     }
 
     fn sample(&mut self, ts: i64, frame: &[u8]) -> anyhow::Result<()> {
+        if self.report.flow_samples >= self.opts.samples || frame.len() < 14 {
+            return Ok(());
+        }
         let key = flow_key(frame);
         let a = (key % self.agents.len() as u64) as usize;
         let port = ((key >> 8) % 48) as usize;
@@ -291,7 +318,7 @@ impl Exporter<'_> {
         d.extend_from_slice(&agent.ip);
         put(&mut d, 0); // sub-agent
         put(&mut d, agent.datagram_seq);
-        put(&mut d, ((ts - start) / 1000) as u32 + 3_600_000); // uptime: up an hour before
+        put(&mut d, ((ts - start).max(0) / 1000) as u32 + 3_600_000); // uptime: up an hour before
         put(
             &mut d,
             (agent.pending.len() + usize::from(with_counters)) as u32,

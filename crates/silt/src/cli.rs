@@ -735,6 +735,9 @@ pub struct PcapGenArgs {
     /// Flows open at the same time (interleaved packets).
     #[arg(long, default_value_t = 10_000)]
     pub concurrent_flows: usize,
+    /// sflow: sample the packets of this capture (classic pcap) instead of generated ones.
+    #[arg(long, value_name = "PCAP")]
+    pub from: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -25,6 +25,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<i32> {
             &silt_gen::SflowOptions {
                 seed: a.seed,
                 samples: a.events,
+                from: a.pcap.from.clone(),
                 ..silt_gen::SflowOptions::default()
             },
         )?;
