@@ -3,6 +3,7 @@
 #   tshark    packet counts and field extraction for PCAP tests and the PCAP benchmark
 #   chromium  headless rendering check of `silt bench` reports
 #   rsyslog   a real syslog forwarder (TCP octet counting, UDP) in `silt serve`'s client test
+#   libssl-dev, libcurl4-openssl-dev, cmake   to build librdkafka (the Kafka client) from source
 # Idempotent and quiet when everything is present. Needs root or sudo for apt-get; when neither
 # is available it says so and exits 0, and the tests that need a tool skip with a message.
 set -euo pipefail
@@ -10,6 +11,10 @@ need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/rsyslogd ] || command -v rsyslogd >/dev/null 2>&1 || need+=(rsyslog)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+for p in libssl-dev libcurl4-openssl-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
+done
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

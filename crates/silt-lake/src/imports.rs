@@ -6,9 +6,13 @@
 //! - `done.ndjson`: one line per finished run: its id, time, and for every input its identity
 //!   (path, size, and xxHash64 digests of the first and last 1 MiB: the whole content when it is
 //!   at most 2 MiB) with the files the run published. Appended and fsynced when a run finishes.
-//! - `flush.json`: the last finished `silt serve` flush (its files and the write-ahead-log
-//!   position they cover), replaced atomically by each flush: a server flushing every second
-//!   would otherwise add a line per flush to `done.ndjson` forever.
+//! - `flush.json`: the last finished `silt serve` flush (its files, the write-ahead-log
+//!   position they cover and, for Kafka sources, the next offset of every topic partition they
+//!   hold), replaced atomically by each flush: a server flushing every second would otherwise
+//!   add a line per flush to `done.ndjson` forever. A server started with `--instance NAME`
+//!   keeps `flush-NAME.json` instead, so several servers can share one lake (members of one
+//!   Kafka consumer group); a partition's resume offset is the highest any of them recorded
+//!   ([`ImportLog::kafka_positions`]).
 //! - `<run>.journal`: while a run is going, every file it is about to publish is appended here
 //!   (and fsynced) *before* the file's rename makes it visible, and the run holds an exclusive
 //!   lock on the journal. A journal without a lock holder is a run that died: the next import
@@ -102,12 +106,32 @@ pub struct RunRecord {
     /// before and at it is in the lake; the server replays only what follows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal_upto: Option<u64>,
+    /// For a flush of `silt serve` consuming Kafka: topic -> partition -> the next offset to
+    /// read (every record before it is in the lake, counting this instance's earlier flushes).
+    #[serde(default, skip_serializing_if = "KafkaPositions::is_empty")]
+    pub kafka: KafkaPositions,
+}
+
+/// Topic -> partition -> next offset to consume.
+pub type KafkaPositions = std::collections::BTreeMap<String, std::collections::BTreeMap<i32, i64>>;
+
+/// Merges `from` into `into`, keeping the higher offset of each partition.
+pub fn merge_positions(into: &mut KafkaPositions, from: &KafkaPositions) {
+    for (t, ps) in from {
+        let e = into.entry(t.clone()).or_default();
+        for (p, o) in ps {
+            let v = e.entry(*p).or_insert(*o);
+            *v = (*v).max(*o);
+        }
+    }
 }
 
 /// The import record of one lake.
 pub struct ImportLog {
     dir: PathBuf,
     root: PathBuf,
+    /// This server instance's flush record (`flush.json` or `flush-NAME.json`).
+    flush: String,
 }
 
 /// What [`ImportLog::recover`] cleaned up.
@@ -121,23 +145,40 @@ pub struct Recovered {
 
 impl ImportLog {
     pub fn open(root: &Path) -> anyhow::Result<Self> {
+        Self::open_instance(root, None)
+    }
+
+    /// The lake root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The record as seen by the `silt serve` instance `instance` (`--instance`): its flushes
+    /// go to `flush-NAME.json`; `None` is the unnamed instance (`flush.json`).
+    pub fn open_instance(root: &Path, instance: Option<&str>) -> anyhow::Result<Self> {
         let dir = root.join(IMPORTS_DIR);
         fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(Self {
             dir,
             root: root.to_path_buf(),
+            flush: instance.map_or_else(|| FLUSH.to_string(), |n| format!("flush-{n}.json")),
         })
     }
 
     /// Every finished run, oldest first. A line that does not parse (a torn last line of a
     /// crash while appending) is skipped: its run did not finish.
     pub fn runs(&self) -> anyhow::Result<Vec<RunRecord>> {
+        let mut out = self.done_lines()?;
+        out.extend(self.flushes()?);
+        Ok(out)
+    }
+
+    /// The runs recorded in `done.ndjson`.
+    fn done_lines(&self) -> anyhow::Result<Vec<RunRecord>> {
         let p = self.dir.join(DONE);
         let f = match File::open(&p) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(self.last_flush()?.into_iter().collect())
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
         };
         let mut out = Vec::new();
@@ -147,18 +188,46 @@ impl ImportLog {
                 out.push(r);
             }
         }
-        out.extend(self.last_flush()?);
         Ok(out)
     }
 
-    /// The last finished serve flush (`flush.json`), if any.
-    fn last_flush(&self) -> anyhow::Result<Option<RunRecord>> {
-        let p = self.dir.join(FLUSH);
+    /// The last finished flush of every serve instance (`flush.json`, `flush-NAME.json`).
+    fn flushes(&self) -> anyhow::Result<Vec<RunRecord>> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(&self.dir)
+            .with_context(|| format!("cannot list {}", self.dir.display()))?
+        {
+            let name = e?.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name == FLUSH || (name.starts_with("flush-") && name.ends_with(".json")) {
+                out.extend(self.flush_record(name)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn flush_record(&self, name: &str) -> anyhow::Result<Option<RunRecord>> {
+        let p = self.dir.join(name);
         match fs::read(&p) {
             Ok(b) => Ok(serde_json::from_slice(&b).ok()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", p.display())),
         }
+    }
+
+    /// This instance's last finished flush.
+    pub fn last_flush(&self) -> anyhow::Result<Option<RunRecord>> {
+        self.flush_record(&self.flush)
+    }
+
+    /// Where Kafka consumption resumes: for every topic partition any serve instance flushed,
+    /// the highest next offset recorded.
+    pub fn kafka_positions(&self) -> anyhow::Result<KafkaPositions> {
+        let mut out = KafkaPositions::new();
+        for r in self.flushes()? {
+            merge_positions(&mut out, &r.kafka);
+        }
+        Ok(out)
     }
 
     /// The finished run that imported content identical to `id`, if any.
@@ -177,7 +246,13 @@ impl ImportLog {
     /// The last write-ahead-log record that finished `silt serve` flushes hold (see
     /// [`RunRecord::wal_upto`]); `None` when no flush finished.
     pub fn wal_covered(&self) -> anyhow::Result<Option<u64>> {
-        Ok(self.runs()?.iter().filter_map(|r| r.wal_upto).max())
+        let own = self.last_flush()?.and_then(|r| r.wal_upto);
+        if self.flush != FLUSH {
+            return Ok(own);
+        }
+        // Servers before flush.json recorded their flushes in done.ndjson.
+        let before: Option<u64> = self.done_lines()?.iter().filter_map(|r| r.wal_upto).max();
+        Ok(own.max(before))
     }
 
     /// Removes the files of runs that died (a journal nobody holds), then their journals. A
@@ -267,13 +342,17 @@ impl ImportLog {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
         let path = self.dir.join(format!("{id}.journal"));
+        // Locked under a name recovery does not look at, then renamed: another process's
+        // recovery must never find the journal unlocked (it would take it for a dead run's).
+        let tmp = self.dir.join(format!("{id}.journal-new"));
         let f = OpenOptions::new()
             .create_new(true)
             .append(true)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+            .open(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
         f.lock()
-            .with_context(|| format!("cannot lock {}", path.display()))?;
+            .with_context(|| format!("cannot lock {}", tmp.display()))?;
+        fs::rename(&tmp, &path).with_context(|| format!("cannot create {}", path.display()))?;
         publish::sync_dir(&self.dir);
         Ok(Run {
             id,
@@ -281,6 +360,7 @@ impl ImportLog {
             file: f,
             root: self.root.clone(),
             done: self.dir.join(DONE),
+            flush: self.dir.join(&self.flush),
         })
     }
 }
@@ -292,6 +372,7 @@ pub struct Run {
     file: File,
     root: PathBuf,
     done: PathBuf,
+    flush: PathBuf,
 }
 
 impl Run {
@@ -312,19 +393,22 @@ impl Run {
         inputs: Vec<InputIdentity>,
         files: &[PublishedFile],
     ) -> anyhow::Result<RunRecord> {
-        self.finish_with(inputs, files, None)
+        self.finish_with(inputs, files, None, KafkaPositions::new())
     }
 
     /// [`Run::finish`] for a flush of `silt serve` that holds the write-ahead log up to and
-    /// including record `wal_upto`.
+    /// including record `wal_upto`, and Kafka up to `kafka` (cumulative: what this instance
+    /// flushed before too).
     pub fn finish_with(
         self,
         inputs: Vec<InputIdentity>,
         files: &[PublishedFile],
         wal_upto: Option<u64>,
+        kafka: KafkaPositions,
     ) -> anyhow::Result<RunRecord> {
         let rec = RunRecord {
             wal_upto,
+            kafka,
             run: self.id.clone(),
             finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             inputs,
@@ -342,9 +426,8 @@ impl Run {
         if rec.inputs.is_empty() && rec.wal_upto.is_some() {
             // A serve flush: only the last one matters (the log position it covers), so it
             // replaces the previous one instead of adding a line.
-            let flush = self.done.with_file_name(FLUSH);
-            publish::write_atomic(&flush, &serde_json::to_vec(&rec)?)
-                .with_context(|| format!("cannot write {}", flush.display()))?;
+            publish::write_atomic(&self.flush, &serde_json::to_vec(&rec)?)
+                .with_context(|| format!("cannot write {}", self.flush.display()))?;
             fs::remove_file(&self.journal)?;
             publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
             return Ok(rec);
@@ -476,7 +559,8 @@ mod tests {
             bytes: 4,
             rows: 1,
         };
-        run.finish_with(vec![], &[published], Some(41)).unwrap();
+        run.finish_with(vec![], &[published], Some(41), KafkaPositions::new())
+            .unwrap();
         fs::write(&journal, b"t.x/a.parquet\n").unwrap();
         let rec = log.recover().unwrap();
         assert!(rec.runs.is_empty(), "{:?}", rec.runs);
@@ -487,10 +571,51 @@ mod tests {
         // Later flushes replace the record instead of growing done.ndjson.
         for upto in [42, 43] {
             let run = log.begin().unwrap();
-            run.finish_with(vec![], &[], Some(upto)).unwrap();
+            run.finish_with(vec![], &[], Some(upto), KafkaPositions::new())
+                .unwrap();
         }
         assert_eq!(log.wal_covered().unwrap(), Some(43));
         assert_eq!(log.runs().unwrap().len(), 1);
         assert!(!d.path().join(IMPORTS_DIR).join(DONE).exists());
+    }
+
+    /// Two serve instances on one lake: each covers its own log; Kafka positions are the
+    /// highest either recorded; a finished flush of one is never taken for a dead run by the
+    /// other's recovery.
+    #[test]
+    fn instances_keep_their_own_flush_records() {
+        let d = tempfile::tempdir().unwrap();
+        let a = ImportLog::open_instance(d.path(), Some("a")).unwrap();
+        let b = ImportLog::open_instance(d.path(), Some("b")).unwrap();
+        let pos = |p: i32, o: i64| {
+            let mut k = KafkaPositions::new();
+            k.entry("t".into()).or_default().insert(p, o);
+            k
+        };
+        let mut pa = pos(0, 100);
+        merge_positions(&mut pa, &pos(1, 5));
+        a.begin()
+            .unwrap()
+            .finish_with(vec![], &[], Some(7), pa)
+            .unwrap();
+        // b took partition 1 over and went further.
+        let f = d.path().join("t.x/b.parquet");
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(&f, b"data").unwrap();
+        let run = b.begin().unwrap();
+        let journal = run.journal.clone();
+        run.finish_with(vec![], &[], Some(3), pos(1, 50)).unwrap();
+        fs::write(&journal, b"t.x/b.parquet\n").unwrap();
+        assert!(a.recover().unwrap().runs.is_empty());
+        assert!(f.exists(), "b's finished flush keeps its files");
+        assert_eq!(a.wal_covered().unwrap(), Some(7));
+        assert_eq!(b.wal_covered().unwrap(), Some(3));
+        assert_eq!(
+            ImportLog::open(d.path()).unwrap().wal_covered().unwrap(),
+            None
+        );
+        let k = a.kafka_positions().unwrap();
+        assert_eq!(k["t"][&0], 100);
+        assert_eq!(k["t"][&1], 50);
     }
 }

@@ -135,6 +135,7 @@ pub async fn serve_udp(
             source: source.clone(),
             chunk: None,
             body,
+            kafka: None,
         };
         while let Err(e) = shared.wal.append(entry.clone()).await {
             tracing::error!("{source}: {e:#}; retrying");

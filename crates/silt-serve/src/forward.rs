@@ -37,6 +37,7 @@ impl ForwardSink for LogSink {
                 source: format!("forward tag {}", frame.tag),
                 chunk: frame.chunk.map(|c| format!("forward:{c}")),
                 body: frame.entries.to_vec(),
+                kafka: None,
             };
             match shared.wal.append(entry).await {
                 Ok(_) => Ok(()),

@@ -176,6 +176,7 @@ async fn ingest(
         source: "http".into(),
         chunk,
         body,
+        kafka: None,
     };
     match s.wal.try_append(entry).await {
         Ok(Some(Appended::Durable(seq))) => {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use silt_core::{Emit, FormatOptions, Reject, SourceInfo, TableName, Transform};
-use silt_lake::imports::ImportLog;
+use silt_lake::imports::{merge_positions, ImportLog, KafkaPositions};
 use silt_lake::publish::DirectoryPublisher;
 use silt_lake::{LakeWriter, WriterConfig};
 
@@ -47,6 +47,8 @@ pub struct IngestConfig {
     pub flush_age: Duration,
     /// In-memory bytes of a generation that seal it.
     pub flush_bytes: usize,
+    /// The server's `--instance` (which flush record is its own).
+    pub instance: Option<String>,
 }
 
 /// Counters for `/metrics` and `/health`.
@@ -67,6 +69,27 @@ pub struct IngestStats {
     pub memory_bytes: AtomicU64,
     /// The last flush error, until a flush succeeds.
     pub last_error: Mutex<Option<String>>,
+    /// Kafka positions the lake holds (this instance's flush record, as of its last flush).
+    pub kafka_flushed: Mutex<KafkaPositions>,
+    /// A source waiting for its records to reach the lake (a Kafka rebalance) asks for the
+    /// generation holding log record `seal_upto` to be sealed now, not at its age.
+    pub seal_upto: AtomicU64,
+}
+
+impl IngestStats {
+    /// Seals the generation that holds log record `seq` (or the next one, if it is not decoded
+    /// yet) at once, and waits until it is in the lake; `false` after `timeout`.
+    pub fn flush_through(&self, seq: u64, timeout: Duration) -> bool {
+        self.seal_upto.fetch_max(seq, Ordering::Relaxed);
+        let t0 = Instant::now();
+        while self.flushed_seq.load(Ordering::Relaxed) < seq {
+            if t0.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
 }
 
 /// A sealed generation on its way to the lake.
@@ -77,6 +100,8 @@ struct Generation {
     batches: Vec<(TableName, RecordBatch)>,
     rejects: Vec<Reject>,
     bytes: usize,
+    /// Kafka positions after its records.
+    kafka: KafkaPositions,
 }
 
 /// Collects one record's decoder output, naming every batch after the record's table when it
@@ -126,9 +151,12 @@ pub fn start(
             live.clone(),
             stats.clone(),
         );
+        let log = ImportLog::open_instance(&lake, cfg.instance.as_deref())?;
+        let positions = log.last_flush()?.map(|r| r.kafka).unwrap_or_default();
+        *stats.kafka_flushed.lock().expect("not poisoned") = positions.clone();
         std::thread::Builder::new()
             .name("silt-serve-flush".into())
-            .spawn(move || flush_loop(gen_rx, lake, writer, live, wal, stats))?
+            .spawn(move || flush_loop(gen_rx, log, positions, writer, live, wal, stats))?
     };
     let handle = std::thread::Builder::new()
         .name("silt-serve-ingest".into())
@@ -143,6 +171,7 @@ pub fn start(
                     batches: Vec::new(),
                     rejects: Vec::new(),
                     bytes: 0,
+                    kafka: KafkaPositions::new(),
                 },
                 started: None,
                 gen_tx,
@@ -241,10 +270,35 @@ impl Ingest {
             self.live.push(self.gen.id, &t, b.clone());
             self.gen.batches.push((t, b));
         }
+        if let Some(k) = &r.entry.kafka {
+            // A Kafka reject is named by its message: source `kafka TOPIC[PARTITION]`, line =
+            // the message's offset.
+            for rej in &mut out.rejects {
+                let at = (rej.line as usize)
+                    .checked_sub(1)
+                    .and_then(|i| k.line_offsets.get(i));
+                rej.source = format!("kafka {}[{}]", k.topic, k.partition);
+                if let Some(o) = at {
+                    rej.line = (*o).max(0) as u64;
+                } else {
+                    rej.reason = format!("{} (in {})", rej.reason, r.entry.source);
+                }
+            }
+        }
         self.stats
             .rejects
             .fetch_add(out.rejects.len() as u64, Ordering::Relaxed);
         self.gen.rejects.extend(out.rejects);
+        if let Some(k) = &r.entry.kafka {
+            let v = self
+                .gen
+                .kafka
+                .entry(k.topic.clone())
+                .or_default()
+                .entry(k.partition)
+                .or_insert(k.next);
+            *v = (*v).max(k.next);
+        }
         self.gen.upto = r.seq;
         self.stats.visible_seq.store(r.seq, Ordering::Relaxed);
     }
@@ -255,9 +309,11 @@ impl Ingest {
         let Some(started) = self.started else {
             return;
         };
+        let asked = self.stats.seal_upto.load(Ordering::Relaxed);
         let due = now
             || self.gen.bytes >= self.cfg.flush_bytes
-            || started.elapsed() >= self.cfg.flush_age;
+            || started.elapsed() >= self.cfg.flush_age
+            || (asked > self.stats.flushed_seq.load(Ordering::Relaxed) && self.gen.upto >= asked);
         if !due {
             return;
         }
@@ -267,6 +323,7 @@ impl Ingest {
             batches: Vec::new(),
             rejects: Vec::new(),
             bytes: 0,
+            kafka: KafkaPositions::new(),
         };
         let sealed = std::mem::replace(&mut self.gen, next);
         self.started = None;
@@ -278,7 +335,8 @@ impl Ingest {
 
 fn flush_loop(
     rx: Receiver<Generation>,
-    lake: PathBuf,
+    log: ImportLog,
+    mut positions: KafkaPositions,
     writer: WriterConfig,
     live: Arc<Live>,
     wal: Janitor,
@@ -288,9 +346,20 @@ fn flush_loop(
     let mut failed = false;
     for gen in rx {
         let mut delay = Duration::from_millis(200);
+        let mut upto = positions.clone();
+        merge_positions(&mut upto, &gen.kafka);
         loop {
-            match flush(&gen, &lake, &writer, &live, std::mem::take(&mut failed)) {
+            match flush(
+                &gen,
+                &log,
+                upto.clone(),
+                &writer,
+                &live,
+                std::mem::take(&mut failed),
+            ) {
                 Ok((files, rows)) => {
+                    positions = upto.clone();
+                    *stats.kafka_flushed.lock().expect("not poisoned") = upto.clone();
                     stats.flushes.fetch_add(1, Ordering::Relaxed);
                     stats.files.fetch_add(files, Ordering::Relaxed);
                     stats.rows_flushed.fetch_add(rows, Ordering::Relaxed);
@@ -322,7 +391,8 @@ fn flush_loop(
 /// (`recover`), that attempt's journal and files go first.
 fn flush(
     gen: &Generation,
-    lake: &std::path::Path,
+    log: &ImportLog,
+    kafka: KafkaPositions,
     cfg: &WriterConfig,
     live: &Live,
     recover: bool,
@@ -330,7 +400,7 @@ fn flush(
     // Held from before the first file appears: a re-listing of the lake (maintenance) then never
     // sees this flush's files while its rows are still in memory.
     let update = live.begin_update();
-    let log = ImportLog::open(lake)?;
+    let lake = log.root();
     if recover {
         log.recover()?;
     }
@@ -352,7 +422,7 @@ fn flush(
     }
     let paths: Vec<PathBuf> = summary.files.iter().map(|f| f.path.clone()).collect();
     let index = update.current.with_files(&paths)?;
-    run.finish_with(vec![], &summary.files, Some(gen.upto))?;
+    run.finish_with(vec![], &summary.files, Some(gen.upto), kafka)?;
     update.published(gen.id, index);
     let rows = summary.files.iter().map(|f| f.rows).sum();
     Ok((summary.files.len() as u64, rows))

@@ -35,6 +35,7 @@ pub mod flows;
 pub mod forward;
 pub mod http;
 pub mod ingest;
+pub mod kafka;
 pub mod live;
 pub mod maintain;
 pub mod metrics;
@@ -112,6 +113,11 @@ pub struct ServeConfig {
     pub lookups: Option<Arc<silt_enrich::Databases>>,
     /// Compaction and retention on a schedule.
     pub maintain: maintain::MaintainConfig,
+    /// `--instance NAME`: several servers on one lake (members of one Kafka consumer group),
+    /// each with its own log, lock and flush record under `_silt/serve/NAME/`.
+    pub instance: Option<String>,
+    /// `--kafka`: topics to consume.
+    pub kafka: Option<kafka::KafkaSpec>,
 }
 
 impl ServeConfig {
@@ -144,6 +150,16 @@ impl ServeConfig {
             max_queries: 8,
             lookups: None,
             maintain: maintain::MaintainConfig::default(),
+            instance: None,
+            kafka: None,
+        }
+    }
+
+    /// Where this instance keeps its log and lock.
+    pub fn serve_dir(&self) -> PathBuf {
+        match &self.instance {
+            Some(n) => self.lake.join(SERVE_DIR).join(n),
+            None => self.lake.join(SERVE_DIR),
         }
     }
 
@@ -180,6 +196,15 @@ impl ServeConfig {
             .map_err(|e| anyhow::anyhow!("Forward settings: {e}"))?;
         anyhow::ensure!(self.max_body > 0, "--max-body must be positive");
         anyhow::ensure!(self.max_queries > 0, "--max-queries must be at least 1");
+        if let Some(n) = &self.instance {
+            anyhow::ensure!(
+                !n.is_empty()
+                    && n.len() <= 64
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "--instance {n:?}: use letters, digits, '-' and '_' (at most 64)"
+            );
+        }
         Ok(())
     }
 }
@@ -193,6 +218,7 @@ pub struct Shared {
     pub forward: Arc<silt_forward::ForwardStats>,
     pub syslog: Arc<syslog::SyslogStats>,
     pub flow_stats: Arc<flows::FlowStats>,
+    pub kafka: Arc<kafka::KafkaStats>,
     pub maintain: Arc<maintain::MaintainStats>,
     pub metrics: ServerMetrics,
     pub started: Instant,
@@ -280,9 +306,10 @@ impl Server {
     pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         cfg.check()?;
         let lake = cfg.lake.clone();
-        std::fs::create_dir_all(lake.join(SERVE_DIR))
-            .with_context(|| format!("cannot create {}", lake.join(SERVE_DIR).display()))?;
-        let lock_path = lake.join(SERVE_DIR).join("lock");
+        let serve_dir = cfg.serve_dir();
+        std::fs::create_dir_all(&serve_dir)
+            .with_context(|| format!("cannot create {}", serve_dir.display()))?;
+        let lock_path = serve_dir.join("lock");
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -292,7 +319,7 @@ impl Server {
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-                "another silt serve is running on the lake {} (it holds {}); stop it first",
+                "another silt serve is running on the lake {} (it holds {}); stop it first, or give each server its own --instance NAME",
                 lake.display(),
                 lock_path.display()
             ),
@@ -301,7 +328,7 @@ impl Server {
             }
         }
         let mut recovery = Vec::new();
-        let log = silt_lake::imports::ImportLog::open(&lake)?;
+        let log = silt_lake::imports::ImportLog::open_instance(&lake, cfg.instance.as_deref())?;
         let rec = log.recover()?;
         if !rec.runs.is_empty() {
             recovery.push(format!(
@@ -321,7 +348,7 @@ impl Server {
             }
         }
         let covered = log.wal_covered()?.unwrap_or(0);
-        let wal_dir = lake.join(SERVE_DIR).join("wal");
+        let wal_dir = serve_dir.join("wal");
         let replayed = {
             let d = wal_dir.clone();
             tokio::task::spawn_blocking(move || wal::replay(&d, covered)).await??
@@ -390,6 +417,7 @@ impl Server {
                 all_tables: cfg.all_tables,
                 flush_age: cfg.flush_age,
                 flush_bytes: cfg.flush_bytes,
+                instance: cfg.instance.clone(),
             },
             replayed.records,
             rec_rx,
@@ -413,6 +441,7 @@ impl Server {
             forward: Arc::new(silt_forward::ForwardStats::new()),
             syslog: Arc::new(syslog::SyslogStats::default()),
             flow_stats: Arc::new(flows::FlowStats::default()),
+            kafka: Arc::new(kafka::KafkaStats::default()),
             maintain: maintain_stats,
             metrics: ServerMetrics::default(),
             started: Instant::now(),
@@ -543,10 +572,23 @@ impl Server {
                 stopped.clone(),
             )));
         }
+        if let Some(spec) = cfg.kafka {
+            let h = kafka::start(
+                spec,
+                lake.clone(),
+                shared.clone(),
+                shared.kafka.clone(),
+                stopped.clone(),
+                tokio::runtime::Handle::current(),
+            )?;
+            tasks.push(tokio::task::spawn_blocking(move || {
+                let _ = h.join();
+            }));
+        }
         if !cfg.tails.is_empty() {
             let h = tail::start(
                 cfg.tails,
-                lake.clone(),
+                serve_dir.clone(),
                 &tail_chunks,
                 shared.clone(),
                 stopped.clone(),

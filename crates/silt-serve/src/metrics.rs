@@ -298,5 +298,104 @@ pub fn render(s: &Shared) -> String {
     ] {
         line(&mut o, name, "counter", help, l(v));
     }
+    kafka(&mut o, s);
     o
+}
+
+/// The `--kafka` consumer's counters and, per assigned partition, its lag: records behind the
+/// partition's end (high watermark, from librdkafka's statistics every 5 s) that this server has
+/// not consumed (`silt_kafka_consumer_lag`) and that the lake does not hold yet
+/// (`silt_kafka_lake_lag`).
+fn kafka(o: &mut String, s: &Shared) {
+    let k = &s.kafka;
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    for (name, help, v) in [
+        (
+            "kafka_messages_total",
+            "Kafka messages consumed.",
+            &k.messages,
+        ),
+        (
+            "kafka_bytes_total",
+            "Bytes of Kafka message payloads consumed.",
+            &k.bytes,
+        ),
+        (
+            "kafka_empty_messages_total",
+            "Kafka messages without a payload (skipped).",
+            &k.empty,
+        ),
+        (
+            "kafka_skipped_messages_total",
+            "Kafka messages at offsets the lake already holds (skipped).",
+            &k.skipped,
+        ),
+        (
+            "kafka_rebalances_total",
+            "Consumer group rebalances seen.",
+            &k.rebalances,
+        ),
+        (
+            "kafka_commits_total",
+            "Offset commits (after the lake took the records).",
+            &k.commits,
+        ),
+        (
+            "kafka_commit_failures_total",
+            "Offset commits that failed.",
+            &k.commit_failures,
+        ),
+        (
+            "kafka_errors_total",
+            "Errors librdkafka reported (broker unreachable, ...).",
+            &k.errors,
+        ),
+    ] {
+        line(o, name, "counter", help, l(v));
+    }
+    line(
+        o,
+        "kafka_assigned_partitions",
+        "gauge",
+        "Partitions assigned to this server.",
+        k.assigned.load(Ordering::Relaxed),
+    );
+    let parts = k.partitions.lock().expect("not poisoned").clone();
+    if parts.is_empty() {
+        return;
+    }
+    let flushed = s.ingest.kafka_flushed.lock().expect("not poisoned").clone();
+    let _ = writeln!(
+        o,
+        "# HELP silt_kafka_consumer_lag Records of the partition not consumed yet (high watermark minus next offset)."
+    );
+    let _ = writeln!(o, "# TYPE silt_kafka_consumer_lag gauge");
+    for ((t, p), (next, hi)) in &parts {
+        if *hi >= 0 {
+            let _ = writeln!(
+                o,
+                "silt_kafka_consumer_lag{{topic=\"{t}\",partition=\"{p}\"}} {}",
+                (hi - next).max(0)
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "# HELP silt_kafka_lake_lag Records of the partition the lake does not hold yet (high watermark minus the offset the last flush recorded)."
+    );
+    let _ = writeln!(o, "# TYPE silt_kafka_lake_lag gauge");
+    for ((t, p), (next, hi)) in &parts {
+        let held = flushed
+            .get(t)
+            .and_then(|m| m.get(p))
+            .copied()
+            .unwrap_or(*next);
+        if *hi >= 0 {
+            let _ = writeln!(
+                o,
+                "silt_kafka_lake_lag{{topic=\"{t}\",partition=\"{p}\"}} {}",
+                (hi - held).max(0)
+            );
+        }
+    }
 }

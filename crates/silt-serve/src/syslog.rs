@@ -78,6 +78,7 @@ async fn append(shared: &Shared, table: &str, source: &str, body: Vec<u8>) {
         source: source.to_string(),
         chunk: None,
         body,
+        kafka: None,
     };
     while let Err(e) = shared.wal.append(entry.clone()).await {
         tracing::error!("syslog {source}: {e:#}; retrying");

@@ -10,7 +10,7 @@
 //! Read positions are checkpointed *with the data*: an entry's chunk id is
 //! `tail:<dev>:<ino>:<fingerprint>:<start>:<end>:<path>`, so the log itself says how far each
 //! file was read when that entry became durable. On start the position of each file is the
-//! furthest of `<lake>/_silt/serve/tail.json` (saved every second and at stop) and the chunk ids
+//! furthest of `<lake>/_silt/serve/tail.json` (`_silt/serve/NAME/` with `--instance`) (saved every second and at stop) and the chunk ids
 //! in the log's retained segments; the log keeps segments 10 minutes after their records reached
 //! the lake, far longer than the one-second lag of `tail.json`. A restart therefore resumes after
 //! the last durable line: nothing lost, nothing read twice.
@@ -102,8 +102,9 @@ fn furthest(a: Vec<TailCheckpoint>, b: Vec<TailCheckpoint>) -> Vec<TailCheckpoin
     best.into_values().collect()
 }
 
-fn state_path(lake: &Path) -> PathBuf {
-    lake.join(crate::SERVE_DIR).join("tail.json")
+/// `dir` is the instance's serve directory (`_silt/serve` or `_silt/serve/NAME`).
+fn state_path(dir: &Path) -> PathBuf {
+    dir.join("tail.json")
 }
 
 fn save(lake: &Path, positions: &HashMap<FileId, TailCheckpoint>) {
@@ -126,15 +127,18 @@ struct StreamState {
 /// Starts the tailing thread; it stops when `stopping` turns true, after saving its positions.
 pub fn start(
     specs: Vec<TailSpec>,
-    lake: PathBuf,
+    serve_dir: PathBuf,
     logged_chunks: &[String],
     shared: Arc<Shared>,
     stopping: tokio::sync::watch::Receiver<bool>,
     rt: tokio::runtime::Handle,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let saved: Vec<TailCheckpoint> = match std::fs::read(state_path(&lake)) {
+    let saved: Vec<TailCheckpoint> = match std::fs::read(state_path(&serve_dir)) {
         Ok(b) => serde_json::from_slice(&b).unwrap_or_else(|e| {
-            tracing::warn!("ignoring unreadable {}: {e}", state_path(&lake).display());
+            tracing::warn!(
+                "ignoring unreadable {}: {e}",
+                state_path(&serve_dir).display()
+            );
             Vec::new()
         }),
         Err(_) => Vec::new(),
@@ -214,6 +218,7 @@ pub fn start(
                                 source: path.display().to_string(),
                                 chunk: Some(chunk_id(&id, start, end, &path)),
                                 body,
+                                kafka: None,
                             };
                             // Retried until durable: the lines are not read again otherwise.
                             loop {
@@ -244,14 +249,14 @@ pub fn start(
                     }
                 }
                 if saved_at.elapsed() >= Duration::from_secs(1) {
-                    save(&lake, &positions);
+                    save(&serve_dir, &positions);
                     saved_at = Instant::now();
                 }
                 if idle {
                     std::thread::sleep(poll);
                 }
             }
-            save(&lake, &positions);
+            save(&serve_dir, &positions);
         })?;
     Ok(handle)
 }

@@ -53,6 +53,23 @@ pub struct Entry {
     /// log already holds is acknowledged without being appended again.
     pub chunk: Option<String>,
     pub body: Vec<u8>,
+    /// Set for records read from Kafka: such an entry is numbered and handed on in order like
+    /// any other, but not written to the log (Kafka keeps it; after a crash the consumer resumes
+    /// from the offsets the lake's flush record holds, see `crate::kafka`), so it is never
+    /// replayed.
+    pub kafka: Option<KafkaSpan>,
+}
+
+/// Where in Kafka an entry's records came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KafkaSpan {
+    pub topic: String,
+    pub partition: i32,
+    /// The offset after the entry's last record.
+    pub next: i64,
+    /// The offset of the message each line of the body came from (each record, for msgpack),
+    /// so that a reject names its message; a header line given for the topic is -1.
+    pub line_offsets: Vec<i64>,
 }
 
 /// An entry with its place in the log.
@@ -209,6 +226,7 @@ fn decode(payload: &[u8]) -> Option<Record> {
             source,
             chunk: (!chunk.is_empty()).then(|| chunk.to_string()),
             body: p.to_vec(),
+            kafka: None,
         },
     })
 }
@@ -503,9 +521,16 @@ impl Writer {
             buf.clear();
             let first_seq = self.next_seq;
             for (i, a) in group.iter().enumerate() {
-                encode(&mut buf, first_seq + i as u64, &a.entry);
+                if a.entry.kafka.is_none() {
+                    encode(&mut buf, first_seq + i as u64, &a.entry);
+                }
             }
-            match self.write(&buf) {
+            let written = if buf.is_empty() {
+                Ok(())
+            } else {
+                self.write(&buf)
+            };
+            match written {
                 Ok(()) => {
                     self.next_seq += group.len() as u64;
                     self.stats
@@ -597,6 +622,7 @@ mod tests {
             source: "test".into(),
             chunk: chunk.map(str::to_string),
             body: format!("{{\"i\":{i}}}\n").into_bytes(),
+            kafka: None,
         }
     }
 

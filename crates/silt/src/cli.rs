@@ -26,6 +26,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run: the size of the largest variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Import log files (or stdin) into a lake.
@@ -225,6 +227,10 @@ pub struct VacuumArgs {
 /// (`silt_ingest::registry`, with each format's one-line summary as its help), or `auto` when
 /// `with_auto`.
 pub fn format_parser(with_auto: bool) -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(format_values(with_auto))
+}
+
+fn format_values(with_auto: bool) -> Vec<clap::builder::PossibleValue> {
     let mut values: Vec<clap::builder::PossibleValue> = silt_ingest::registry::FORMATS
         .iter()
         .map(|f| {
@@ -239,6 +245,15 @@ pub fn format_parser(with_auto: bool) -> clap::builder::PossibleValuesParser {
                 .help("detect each input's format from its content (every format above)"),
         );
     }
+    values
+}
+
+/// The formats of `silt import`: every format, auto, and kafka.
+pub fn import_format_parser() -> clap::builder::PossibleValuesParser {
+    let mut values = format_values(true);
+    values.push(clap::builder::PossibleValue::new("kafka").help(
+        "consume Kafka topics (--kafka, --topic NAME=FORMAT[:TABLE]) up to their current end",
+    ));
     clap::builder::PossibleValuesParser::new(values)
 }
 
@@ -398,12 +413,19 @@ pub struct WriteOpts {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// Input format, or auto (detected per input from its content).
-    #[arg(value_parser = format_parser(true))]
+    /// Input format, or auto (detected per input from its content), or kafka (consume topics
+    /// up to their current end: --kafka, --topic).
+    #[arg(value_parser = import_format_parser())]
     pub format: String,
     /// Files, directories (read recursively) or - for standard input; gzip is detected.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "kafka")]
     pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// With kafka: stop once every partition is read to the end it had at the start (the
+    /// default and only mode of `silt import kafka`; `silt serve --kafka` keeps consuming).
+    #[arg(long)]
+    pub until_end: bool,
     /// Lake directory (created if missing).
     #[arg(long)]
     pub lake: PathBuf,
@@ -568,10 +590,43 @@ pub struct ServeArgs {
     /// A table's own retention window, TABLE=DURATION (repeatable), e.g. suricata.flow=7d.
     #[arg(long, value_name = "TABLE=DURATION")]
     pub keep_table: Vec<String>,
+    /// Run as the named instance: several servers can share one lake (members of one Kafka
+    /// consumer group), each with its own write-ahead log and flush record under
+    /// <lake>/_silt/serve/NAME/.
+    #[arg(long, value_name = "NAME")]
+    pub instance: Option<String>,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
     #[command(flatten)]
     pub enrich: EnrichArgs,
     #[command(flatten)]
     pub write: WriteOpts,
+}
+
+/// Consuming Kafka topics (`silt serve --kafka`, `silt import kafka`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct KafkaArgs {
+    /// Kafka brokers to consume from, HOST:PORT[,HOST:PORT...].
+    #[arg(long, value_name = "HOST:PORT,...")]
+    pub kafka: Option<String>,
+    /// A topic to consume and how to read it, NAME=FORMAT[:TABLE] (repeatable), e.g.
+    /// eve=suricata, zeek-conn=zeek:zeek.conn, netdata=csv:rasp.netdata.
+    #[arg(long = "topic", value_name = "NAME=FORMAT[:TABLE]")]
+    pub topics: Vec<String>,
+    /// Column names of a csv/tsv topic whose messages are rows without a header,
+    /// NAME=COL,COL,... (repeatable).
+    #[arg(long = "topic-columns", value_name = "NAME=COLUMNS")]
+    pub topic_columns: Vec<String>,
+    /// Consumer group id: processes with the same group share the topics' partitions.
+    #[arg(long, default_value = "silt")]
+    pub group: String,
+    /// Where a partition neither the lake nor the group has an offset for starts.
+    #[arg(long, default_value = "earliest", value_parser = ["earliest", "latest"])]
+    pub kafka_start: String,
+    /// A librdkafka property, KEY=VALUE (repeatable): security.protocol=SASL_SSL,
+    /// sasl.mechanism=SCRAM-SHA-512, sasl.username=..., ssl.ca.location=...
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE")]
+    pub kafka_options: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

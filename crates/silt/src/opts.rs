@@ -284,3 +284,41 @@ pub fn retention_windows(
     }
     Ok(out)
 }
+
+/// The Kafka consumer settings of `--kafka` (`None` without it).
+pub fn kafka_spec(
+    k: &crate::cli::KafkaArgs,
+) -> anyhow::Result<Option<silt_serve::kafka::KafkaSpec>> {
+    let Some(brokers) = &k.kafka else {
+        anyhow::ensure!(
+            k.topics.is_empty(),
+            "--topic needs --kafka HOST:PORT (the brokers to consume from)"
+        );
+        return Ok(None);
+    };
+    let mut spec = silt_serve::kafka::KafkaSpec::new(brokers, &k.group);
+    spec.topics = k
+        .topics
+        .iter()
+        .map(|t| silt_kafka::TopicRoute::parse(t))
+        .collect::<anyhow::Result<_>>()?;
+    for c in &k.topic_columns {
+        let (name, cols) = c.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("--topic-columns {c:?}: give NAME=COL,COL,..., e.g. netdata=ts,src,dst")
+        })?;
+        let t = spec
+            .topics
+            .iter_mut()
+            .find(|t| t.topic == name)
+            .ok_or_else(|| anyhow::anyhow!("--topic-columns {name}: no --topic {name}=FORMAT"))?;
+        t.columns = Some(cols.to_string());
+    }
+    spec.client.properties = k
+        .kafka_options
+        .iter()
+        .map(|o| silt_kafka::KafkaClient::parse_property(o))
+        .collect::<anyhow::Result<_>>()?;
+    spec.start = k.kafka_start.clone();
+    spec.check()?;
+    Ok(Some(spec))
+}

@@ -6,6 +6,13 @@ use crate::cli::ImportArgs;
 use crate::{opts, progress, render};
 
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
+    if a.format == "kafka" {
+        return super::import_kafka::run(a);
+    }
+    anyhow::ensure!(
+        a.kafka.kafka.is_none() && a.kafka.topics.is_empty(),
+        "--kafka and --topic belong to `silt import kafka`"
+    );
     let cfg = opts::writer_config(&a.write)?;
     let choice = opts::format_choice(&a.format, false)?;
     let pipeline = opts::pipeline(choice, &a.log, &a.access, &a.pcap, &a.enrich, a.batch_rows)?;

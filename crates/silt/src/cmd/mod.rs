@@ -7,6 +7,7 @@ pub mod ddl;
 pub mod demo;
 pub mod generate;
 pub mod import;
+pub mod import_kafka;
 pub mod index;
 pub mod inspect;
 pub mod query;

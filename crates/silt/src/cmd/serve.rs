@@ -82,6 +82,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .map(|t| silt_serve::tail::TailSpec::parse(t))
         .collect::<anyhow::Result<_>>()?;
     cfg.flight = a.flight;
+    cfg.instance = a.instance.clone();
+    cfg.kafka = crate::opts::kafka_spec(&a.kafka)?;
     cfg.routes = a
         .routes
         .iter()
@@ -192,6 +194,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         for t in &a.tails {
             eprintln!("  tail      {t}");
+        }
+        if let Some(k) = &a.kafka.kafka {
+            eprintln!(
+                "  kafka     {k}  (group {}, topics {})",
+                a.kafka.group,
+                a.kafka.topics.join(" ")
+            );
         }
         if let Some(e) = a.compact_every {
             eprintln!(
