@@ -20,8 +20,15 @@ static GLOBAL: alloc::SplitAlloc = alloc::SplitAlloc;
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("SILT_LOG"))
+        // SILT_LOG=debug (or any EnvFilter directive) for more; by default warnings, and what
+        // the Kafka consumer does with its partitions.
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SILT_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,silt_serve::kafka=info")
+            }),
+        )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = cli::Cli::parse();
     let code = match cmd::run(args) {

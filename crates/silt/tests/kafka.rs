@@ -1,0 +1,479 @@
+//! Kafka in (issue 24), against a real broker: Kafka 4.3.1 in KRaft mode started by
+//! `scripts/kafka.sh`, records produced by `scripts/kafka/client.py` (confluent-kafka from
+//! `scripts/pyenv.sh`).
+//!
+//! - every reader silt has, through topics with each message compression, gives the rows a file
+//!   import of the same records gives; a poison message is rejected with its topic, partition
+//!   and offset, and its partition keeps flowing;
+//! - exactly once with two `silt serve` members of one group on one lake, one of them SIGKILLed
+//!   at random moments (10 times) and started again while records keep arriving: every id is in
+//!   the lake once, and the committed offsets are the end offsets;
+//! - the broker stopped and started again while a server consumes: nothing lost or doubled, and
+//!   the server says the broker is away.
+//!
+//! The tests share one broker and run one at a time (a lock), each on topics of its own.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{ok, p};
+
+static BROKER: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn kafka_sh(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/kafka.sh"))
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
+}
+
+/// The broker's address and the Python with confluent-kafka, or None after a skip message (a
+/// failure in CI).
+fn setup() -> Option<(String, String)> {
+    let broker = match kafka_sh(&["start"]) {
+        Ok(out) => out.lines().last().unwrap_or("").to_string(),
+        Err(e) => return silt_testkit::skip(&format!("no Kafka broker (scripts/kafka.sh): {e}")),
+    };
+    let py = Command::new("bash")
+        .arg(root().join("scripts/pyenv.sh"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match py {
+        Some(py) if !py.is_empty() => Some((broker, py)),
+        _ => silt_testkit::skip("no Python with confluent-kafka (scripts/pyenv.sh)"),
+    }
+}
+
+/// A topic name of its own for this run.
+fn topic(base: &str, partitions: u32) -> String {
+    let t = format!(
+        "{base}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            % 1_000_000_000
+    );
+    kafka_sh(&["topic", &t, &partitions.to_string()]).expect("create topic");
+    t
+}
+
+fn client(py: &str, args: &[&str]) -> String {
+    let out = Command::new(py)
+        .arg(root().join("scripts/kafka/client.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "client.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The single-row, single-column result of `sql` over `lake`, as text.
+fn scalar(lake: &Path, sql: &str) -> String {
+    let out = ok(&["query", "--lake", p(lake), "--format", "csv", sql]);
+    out.lines().nth(1).unwrap_or("").trim().to_string()
+}
+
+fn counts(lake: &Path, table: &str) -> (u64, u64) {
+    let s = scalar(
+        lake,
+        &format!("SELECT count(*) || '/' || count(DISTINCT id) FROM {table}"),
+    );
+    let (a, b) = s.split_once('/').unwrap_or(("0", "0"));
+    (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    BROKER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn every_reader_through_compressed_topics_and_a_poison_message() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let Some(eve) = silt_testkit::corpus_path("suricata/surevego-eve.json") else {
+        return;
+    };
+    let Some(conn) = silt_testkit::corpus_path("zeek-json/vast-conn.log.json.gz") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    // Zeek JSON unzipped (client.py sends lines of a plain file).
+    let conn_json = d.path().join("conn.json");
+    {
+        use std::io::Read;
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&conn).unwrap())
+            .read_to_end(&mut s)
+            .unwrap();
+        std::fs::write(&conn_json, s).unwrap();
+    }
+    // RASP-style netdata rows (no header) and generic records for msgpack.
+    let netdata = d.path().join("netdata.csv");
+    let mut rows = String::new();
+    let records = d.path().join("records.ndjson");
+    let mut recs = String::new();
+    for i in 0..5000u64 {
+        rows.push_str(&format!(
+            "2024-03-24T17:{:02}:{:02}Z,agent{},10.1.{}.{},192.0.2.{},{},{}\n",
+            i / 60 % 60,
+            i % 60,
+            i % 4,
+            i % 256,
+            i % 100,
+            i % 254 + 1,
+            i * 7 % 1500,
+            6 + (i % 2) * 11
+        ));
+        recs.push_str(&format!(
+            "{{\"id\":{i},\"msg\":\"event {i}\",\"n\":{},\"tags\":[\"a\",\"b{}\"]}}\n",
+            i * 3,
+            i % 5
+        ));
+    }
+    std::fs::write(&netdata, rows).unwrap();
+    std::fs::write(&records, recs).unwrap();
+
+    let (t_eve, t_conn, t_net, t_mp) = (
+        topic("eve", 3),
+        topic("zeek-conn", 2),
+        topic("netdata", 4),
+        topic("records", 2),
+    );
+    let n_eve: u64 = client(
+        &py,
+        &[
+            "produce-file",
+            &broker,
+            &t_eve,
+            p(&eve),
+            "--compression",
+            "zstd",
+            "--poison-at",
+            "5",
+        ],
+    )
+    .parse()
+    .unwrap();
+    for (t, f, c, extra) in [
+        (&t_conn, &conn_json, "gzip", None),
+        (&t_net, &netdata, "lz4", None),
+        (&t_mp, &records, "snappy", Some("--msgpack")),
+    ] {
+        let mut args = vec!["produce-file", &broker, t, p(f), "--compression", c];
+        args.extend(extra);
+        client(&py, &args);
+    }
+    let lake = d.path().join("lake");
+    let out = common::silt(&[
+        "import",
+        "kafka",
+        "--kafka",
+        &broker,
+        "--group",
+        &format!("readers-{t_eve}"),
+        "--topic",
+        &format!("{t_eve}=suricata"),
+        "--topic",
+        &format!("{t_conn}=zeek:zeek.conn"),
+        "--topic",
+        &format!("{t_net}=csv:rasp.netdata"),
+        "--topic-columns",
+        &format!("{t_net}=ts,agent,src,dst,dst_port,bytes,proto"),
+        "--topic",
+        &format!("{t_mp}=msgpack:app.records"),
+        "--lake",
+        p(&lake),
+        "--quiet",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("1 rejects"), "{stderr}");
+
+    // The same records imported from files give the same rows.
+    let reference = d.path().join("ref");
+    for (fmt, f) in [("suricata", &eve), ("zeek", &conn)] {
+        ok(&["import", fmt, p(f), "--lake", p(&reference), "--quiet"]);
+    }
+    let tables: Vec<serde_json::Value> =
+        serde_json::from_str(&ok(&["tables", "--lake", p(&reference), "--json"])).unwrap();
+    let mut total_eve = 0;
+    for t in &tables {
+        let name = t["table"].as_str().unwrap();
+        let q = format!("SELECT count(*) FROM {name}");
+        assert_eq!(scalar(&lake, &q), scalar(&reference, &q), "{name}");
+        if name.starts_with("suricata.") {
+            total_eve += t["rows"].as_u64().unwrap();
+        }
+    }
+    assert!(tables.len() >= 3, "{tables:?}");
+    assert!(total_eve > 0 && total_eve <= n_eve);
+    let q = "SELECT sum(orig_bytes) FROM zeek.conn";
+    assert_eq!(scalar(&lake, q), scalar(&reference, q));
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) || '/' || sum(bytes) || '/' || count(DISTINCT agent) FROM rasp.netdata"),
+        format!("5000/{}/4", (0..5000u64).map(|i| i * 7 % 1500).sum::<u64>())
+    );
+    assert_eq!(
+        scalar(
+            &lake,
+            "SELECT count(*) || '/' || sum(n) || '/' || count(DISTINCT id) FROM app.records"
+        ),
+        format!("5000/{}/5000", (0..5000u64).map(|i| i * 3).sum::<u64>())
+    );
+    // The poison message: rejected with its topic, partition and offset; everything after it
+    // in its partition arrived (the counts above).
+    let rejects: Vec<serde_json::Value> = std::fs::read_dir(lake.join("_rejects"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .flat_map(|f| {
+            std::fs::read_to_string(f.unwrap().path())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    let r = &rejects[0];
+    assert!(
+        r["source"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("kafka {t_eve}[")),
+        "{r}"
+    );
+    assert_eq!(r["raw"], "{\"broken", "{r}");
+    assert!(
+        r["line"].as_u64().unwrap() <= 6,
+        "the offset within its partition: {r}"
+    );
+
+    // Running again reads nothing twice.
+    let again = ok(&[
+        "import",
+        "kafka",
+        "--kafka",
+        &broker,
+        "--group",
+        &format!("readers-{t_eve}"),
+        "--topic",
+        &format!("{t_eve}=suricata"),
+        "--lake",
+        p(&lake),
+        "--quiet",
+    ]);
+    let _ = again;
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM app.records"),
+        "5000",
+        "a second import of the same topics adds nothing"
+    );
+}
+
+/// A `silt serve` group member on `lake`.
+fn member(lake: &Path, name: &str, broker: &str, topic: &str, group: &str, log: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args([
+            "serve",
+            "--lake",
+            p(lake),
+            "--http",
+            "none",
+            "--instance",
+            name,
+            "--kafka",
+            broker,
+            "--group",
+            group,
+            "--topic",
+            &format!("{topic}=json:app.ids"),
+            "--flush-age",
+            "1s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .unwrap(),
+        )
+        .spawn()
+        .unwrap()
+}
+
+fn stop(mut c: Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &c.id().to_string()])
+        .status();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if c.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+    panic!("silt serve did not stop within 60 s of SIGTERM");
+}
+
+/// Waits until `table` holds `n` rows (or `secs` pass); returns the last counts.
+fn wait_rows(lake: &Path, table: &str, n: u64, secs: u64) -> (u64, u64) {
+    let t0 = Instant::now();
+    loop {
+        // The table appears with the first flush (and may be missing again for a moment
+        // while a member's interrupted flush is undone).
+        let q = common::silt(&[
+            "query",
+            "--lake",
+            p(lake),
+            "--format",
+            "csv",
+            &format!("SELECT count(*) || '/' || count(DISTINCT id) FROM {table}"),
+        ]);
+        let text = String::from_utf8_lossy(&q.stdout).to_string();
+        let c = text
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().split_once('/'))
+            .map(|(a, b)| (a.parse().unwrap_or(0), b.parse().unwrap_or(0)))
+            .unwrap_or((0, 0));
+        if c.0 >= n || t0.elapsed() > Duration::from_secs(secs) {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn exactly_once_with_two_members_one_killed_ten_times() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let t = topic("ids", 6);
+    let group = format!("eo-{t}");
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let logs = [d.path().join("a.log"), d.path().join("b.log")];
+    let names = ["a", "b"];
+    let chunk = 20_000u64;
+    client(&py, &["produce-ids", &broker, &t, "0", &chunk.to_string()]);
+    let mut members: Vec<Option<Child>> = (0..2)
+        .map(|i| Some(member(&lake, names[i], &broker, &t, &group, &logs[i])))
+        .collect();
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("kill schedule seed {seed}");
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut produced = chunk;
+    for k in 0..10 {
+        // Records keep arriving while members die and come back.
+        client(
+            &py,
+            &[
+                "produce-ids",
+                &broker,
+                &t,
+                &produced.to_string(),
+                &chunk.to_string(),
+            ],
+        );
+        produced += chunk;
+        std::thread::sleep(Duration::from_millis(200 + rnd() % 2500));
+        let i = (rnd() % 2) as usize;
+        let mut c = members[i].take().unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        eprintln!("kill {k}: member {} SIGKILLed", names[i]);
+        std::thread::sleep(Duration::from_millis(rnd() % 1500));
+        members[i] = Some(member(&lake, names[i], &broker, &t, &group, &logs[i]));
+    }
+    let (rows, distinct) = wait_rows(&lake, "app.ids", produced, 180);
+    for c in members.into_iter().flatten() {
+        stop(c);
+    }
+    let (rows2, distinct2) = counts(&lake, "app.ids");
+    let logs_text: String = logs
+        .iter()
+        .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        (rows, distinct),
+        (produced, produced),
+        "before stopping; logs:\n{logs_text}"
+    );
+    assert_eq!((rows2, distinct2), (produced, produced), "{logs_text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&client(&py, &["offsets", &broker, &group, &t])).unwrap();
+    assert_eq!(
+        v["committed"], v["end"],
+        "committed offsets are the end offsets"
+    );
+    assert!(
+        logs_text.contains("(lake)"),
+        "members resumed from the lake:\n{logs_text}"
+    );
+}
+
+#[test]
+fn broker_restart_while_consuming() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let t = topic("restart", 3);
+    let group = format!("rs-{t}");
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let log = d.path().join("serve.log");
+    let first = 20_000u64;
+    client(&py, &["produce-ids", &broker, &t, "0", &first.to_string()]);
+    let m = member(&lake, "r", &broker, &t, &group, &log);
+    assert_eq!(wait_rows(&lake, "app.ids", first, 60).0, first);
+    kafka_sh(&["stop"]).expect("stop the broker");
+    std::thread::sleep(Duration::from_secs(12));
+    let back = kafka_sh(&["start"]).expect("start the broker again");
+    assert_eq!(back.lines().last(), Some(broker.as_str()), "same address");
+    client(
+        &py,
+        &["produce-ids", &broker, &t, &first.to_string(), "20000"],
+    );
+    let (rows, distinct) = wait_rows(&lake, "app.ids", 2 * first, 120);
+    stop(m);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!((rows, distinct), (2 * first, 2 * first), "{text}");
+    assert_eq!(counts(&lake, "app.ids"), (2 * first, 2 * first), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("kafka:") && l.contains("WARN")),
+        "the server says the broker is away:\n{text}"
+    );
+}
