@@ -76,6 +76,14 @@ silt serve --config silt.toml takes the same settings from a file (docs/silt.exa
     Serve(ServeArgs),
     /// List the tables of a lake: rows, files, bytes, first and last event time.
     Tables(TablesArgs),
+    /// Run SQL over a lake and produce each result row to a Kafka topic as a JSON object
+    /// (idempotent producer; returns once the brokers acknowledged every message).
+    #[command(
+        after_help = "Example:\n  silt export --lake ./lake --kafka 127.0.0.1:9092 --topic alerts \\\n    \"SELECT timestamp, src_ip, dest_ip, alert.signature FROM suricata.alert WHERE alert.severity <= 2\"\n\n\
+Exit status: 0 every message acknowledged; 1 the query or the producer failed; 3 some messages \
+were not acknowledged (the count and the first error are printed)."
+    )]
+    Export(ExportArgs),
     /// Show what is inside a Parquet or Feather file: row groups, column chunks, encodings, statistics.
     Inspect(InspectArgs),
     /// Generate realistic sample telemetry, import it into a local lake, and run example queries.
@@ -426,6 +434,10 @@ pub struct ImportArgs {
     /// default and only mode of `silt import kafka`; `silt serve --kafka` keeps consuming).
     #[arg(long)]
     pub until_end: bool,
+    /// With kafka: the instance name, for several imports of one group at once on one lake
+    /// (default import-GROUP).
+    #[arg(long, value_name = "NAME")]
+    pub instance: Option<String>,
     /// Lake directory (created if missing).
     #[arg(long)]
     pub lake: PathBuf,
@@ -465,6 +477,32 @@ pub enum OutputFormat {
     Json,
     Ndjson,
     Parquet,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Lake directory.
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// Kafka brokers, HOST:PORT[,HOST:PORT...].
+    #[arg(long, value_name = "HOST:PORT,...")]
+    pub kafka: String,
+    /// The topic to produce to.
+    #[arg(long)]
+    pub topic: String,
+    /// A result column whose value (as text) keys each message (same key, same partition).
+    #[arg(long)]
+    pub key: Option<String>,
+    /// A librdkafka property, KEY=VALUE (repeatable), e.g. security.protocol=SSL.
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE")]
+    pub kafka_options: Vec<String>,
+    /// Give up waiting for acknowledgements after this long.
+    #[arg(long, default_value = "60s", value_parser = crate::units::parse_duration)]
+    pub timeout: std::time::Duration,
+    #[command(flatten)]
+    pub lookup: LookupArgs,
+    /// The SQL statement.
+    pub sql: String,
 }
 
 #[derive(Args, Debug)]

@@ -28,19 +28,20 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let writer = opts::writer_config(&a.write)?;
     let mut cfg = ServeConfig::new(a.lake.clone());
     cfg.http = None;
-    cfg.instance = Some(format!(
-        "import-{}",
-        a.kafka
-            .group
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' {
+    let group: String = a
+        .kafka
+        .group
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
                 c
             } else {
                 '_'
-            })
-            .take(48)
-            .collect::<String>()
-    ));
+            }
+        })
+        .take(48)
+        .collect();
+    cfg.instance = Some(a.instance.clone().unwrap_or(format!("import-{group}")));
     cfg.kafka = Some(spec);
     cfg.flush_age = Duration::from_secs(3600);
     cfg.flush_bytes = (writer.memory_bytes / 2).max(16 << 20);

@@ -5,6 +5,7 @@ pub mod compact;
 pub mod convert;
 pub mod ddl;
 pub mod demo;
+pub mod export;
 pub mod generate;
 pub mod import;
 pub mod import_kafka;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Query(a) => query::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Tables(a) => tables::run(a),
+        Command::Export(a) => export::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Generate(a) => generate::run(a),

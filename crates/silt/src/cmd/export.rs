@@ -1,0 +1,59 @@
+//! `silt export`: a query's result rows produced to a Kafka topic as JSON objects
+//! (`silt_kafka::export`).
+
+use crate::cli::ExportArgs;
+
+pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        a.lake.is_dir(),
+        "lake {} does not exist: import logs first (silt import ... --lake {})",
+        a.lake.display(),
+        a.lake.display()
+    );
+    let client = silt_kafka::KafkaClient {
+        brokers: a.kafka.clone(),
+        properties: a
+            .kafka_options
+            .iter()
+            .map(|o| silt_kafka::KafkaClient::parse_property(o))
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let dbs = crate::opts::databases(&a.lookup)?;
+    let rt = silt_query::runtime()?;
+    let session = rt
+        .block_on(silt_query::open(&a.lake))?
+        .with_lookups(std::sync::Arc::new(dbs.unwrap_or_default()));
+    for w in session.warnings() {
+        eprintln!("warning: {w}");
+    }
+    let r = rt.block_on(session.query(&a.sql))?;
+    let t0 = std::time::Instant::now();
+    let p = silt_kafka::export::produce_json(
+        &client,
+        &a.topic,
+        a.key.as_deref(),
+        &r.batches,
+        a.timeout,
+    )?;
+    eprintln!(
+        "exported {} rows to {} ({}, {:.1} s){}",
+        p.messages,
+        a.topic,
+        silt_lake::summary::human_bytes(p.bytes),
+        t0.elapsed().as_secs_f64(),
+        if p.failed > 0 {
+            format!("; {} not acknowledged", p.failed)
+        } else {
+            String::new()
+        }
+    );
+    if p.failed > 0 {
+        eprintln!(
+            "error: {} messages were not acknowledged (first error: {}); run the export again or check the brokers",
+            p.failed,
+            p.first_error.as_deref().unwrap_or("unknown")
+        );
+        return Ok(3);
+    }
+    Ok(0)
+}
