@@ -345,6 +345,29 @@ mod tests {
         assert_eq!(a.lake.as_deref(), Some(Path::new("/abs/lake")));
     }
 
+    /// The Kafka settings of the documented example, uncommented, reach the flags.
+    #[test]
+    fn kafka_settings() {
+        let example = include_str!("../../../docs/silt.example.toml");
+        let kafka: String = example
+            .lines()
+            .skip_while(|l| !l.starts_with("# Kafka topics"))
+            .skip(2)
+            .take_while(|l| l.starts_with("# "))
+            .map(|l| format!("{}\n", &l[2..]))
+            .collect();
+        let a = args(&format!("lake = \"l\"\n{kafka}"), &[]).unwrap();
+        assert_eq!(a.kafka.kafka.as_deref(), Some("127.0.0.1:9092"));
+        assert_eq!(a.kafka.group, "silt-ingest");
+        assert_eq!(a.kafka.topics.len(), 3);
+        assert_eq!(a.kafka.topic_columns.len(), 1);
+        assert_eq!(a.kafka.kafka_options.len(), 2);
+        assert_eq!(a.instance.as_deref(), Some("a"));
+        let spec = crate::opts::kafka_spec(&a.kafka).unwrap().unwrap();
+        assert_eq!(spec.topics[2].table.as_deref(), Some("rasp.netdata"));
+        assert!(spec.topics[2].columns.is_some());
+    }
+
     #[test]
     fn bad_files_say_what_and_where() {
         let e = format!(
