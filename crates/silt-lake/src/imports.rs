@@ -141,6 +141,8 @@ pub struct Recovered {
     pub runs: Vec<String>,
     /// Files removed.
     pub files: usize,
+    /// The files removed.
+    pub paths: Vec<PathBuf>,
 }
 
 impl ImportLog {
@@ -292,6 +294,7 @@ impl ImportLog {
                 match fs::remove_file(&file) {
                     Ok(()) => {
                         rec.files += 1;
+                        rec.paths.push(file.clone());
                         publish::sync_dir(file.parent().unwrap_or(&self.root));
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

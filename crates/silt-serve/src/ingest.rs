@@ -174,6 +174,7 @@ pub fn start(
                     kafka: KafkaPositions::new(),
                 },
                 started: None,
+                sealed_upto: 0,
                 gen_tx,
             };
             for r in replayed {
@@ -201,6 +202,8 @@ struct Ingest {
     gen: Generation,
     /// When the current generation got its first record.
     started: Option<Instant>,
+    /// The last record of the last generation sealed.
+    sealed_upto: u64,
     gen_tx: SyncSender<Generation>,
 }
 
@@ -313,7 +316,7 @@ impl Ingest {
         let due = now
             || self.gen.bytes >= self.cfg.flush_bytes
             || started.elapsed() >= self.cfg.flush_age
-            || (asked > self.stats.flushed_seq.load(Ordering::Relaxed) && self.gen.upto >= asked);
+            || (asked > self.sealed_upto && self.gen.upto >= asked);
         if !due {
             return;
         }
@@ -326,6 +329,7 @@ impl Ingest {
             kafka: KafkaPositions::new(),
         };
         let sealed = std::mem::replace(&mut self.gen, next);
+        self.sealed_upto = sealed.upto;
         self.started = None;
         if self.gen_tx.send(sealed).is_err() {
             tracing::error!("the flush thread has stopped");

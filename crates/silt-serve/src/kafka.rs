@@ -175,8 +175,8 @@ struct Inner {
     gathered: HashMap<(String, i32), Gathered>,
     /// Next offset expected per assigned partition (messages before it are skipped).
     expect: HashMap<(String, i32), i64>,
-    /// Partitions assigned now.
-    assigned: HashSet<(String, i32)>,
+    /// Partitions assigned now, with the offset each started at.
+    assigned: HashMap<(String, i32), i64>,
     /// `--until-end`: the end each assigned partition had when assigned.
     ends: HashMap<(String, i32), i64>,
     /// The highest log sequence number appended.
@@ -261,6 +261,12 @@ impl State {
         // Files of flushes that died (any instance's) hold records past their recorded offsets:
         // they go before anyone reads those records again.
         let rec = log.recover()?;
+        if !rec.paths.is_empty() {
+            // This server's queries must not look for them any more.
+            let u = self.shared.live.begin_update();
+            let index = u.current.without_files(&rec.paths);
+            u.replace(index);
+        }
         if rec.files > 0 {
             tracing::info!(
                 "kafka: removed {} file(s) of {} interrupted flush(es) before resuming",
@@ -305,7 +311,7 @@ impl State {
             tpl.set_partition_offset(&topic, p, Offset::Offset(at))?;
             let k = key(&topic, p);
             inner.expect.insert(k.clone(), at);
-            inner.assigned.insert(k.clone());
+            inner.assigned.insert(k.clone(), at);
             if self.spec.until_end {
                 inner.ends.insert(k.clone(), hi.max(at));
             }
@@ -382,8 +388,11 @@ impl State {
         for (topic, ps) in &flushed {
             for (p, o) in ps {
                 let k = key(topic, *p);
-                // A partition not assigned now is another member's to commit.
-                if !inner.assigned.contains(&k) || inner.committed.get(&k) == Some(o) {
+                // A partition not assigned now is another member's to commit; a position below
+                // where it started here is an old one of this instance's (another member took
+                // the partition further meanwhile).
+                let start = inner.assigned.get(&k).copied();
+                if start.is_none_or(|s| *o < s) || inner.committed.get(&k) == Some(o) {
                     continue;
                 }
                 if tpl
@@ -474,6 +483,11 @@ impl State {
     fn gather(&self, topic: &str, p: i32, offset: i64, payload: Option<&[u8]>) -> bool {
         let k = key(topic, p);
         let mut inner = self.inner.lock().expect("not poisoned");
+        if !inner.assigned.contains_key(&k) {
+            // Fetched before the partition was revoked: its new owner reads it.
+            self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
         if let Some(e) = inner.expect.get(&k) {
             if offset < *e {
                 self.stats.skipped.fetch_add(1, Ordering::Relaxed);
@@ -606,6 +620,7 @@ pub fn start(
         )
     })?;
     let topics: Vec<&str> = spec.topics.iter().map(|t| t.topic.as_str()).collect();
+    let topics_list = topics.join(", ");
     consumer
         .subscribe(&topics)
         .map_err(|e| anyhow::anyhow!("cannot subscribe to {}: {e}", topics.join(", ")))?;
@@ -619,7 +634,19 @@ pub fn start(
         .name("silt-kafka".into())
         .spawn(move || {
             let mut last_commit = Instant::now();
+            let started = Instant::now();
             loop {
+                if spec.until_end
+                    && started.elapsed() > Duration::from_secs(60)
+                    && state.inner.lock().expect("not poisoned").ends.is_empty()
+                    && stats.rebalances.load(Ordering::Relaxed) == 0
+                {
+                    state.fail(format!(
+                        "no partition of {} was assigned within 60 s: do the topics exist (kafka-topics.sh --list), and is the broker reachable?",
+                        topics_list
+                    ));
+                    break;
+                }
                 if *stopping.borrow_and_update() || stats.finished.load(Ordering::Relaxed) {
                     break;
                 }
