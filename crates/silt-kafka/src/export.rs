@@ -1,11 +1,12 @@
-//! The Kafka sink of `silt export`: rows of record batches produced to a topic as JSON objects
-//! (one message per row, the columns as keys, nested types as JSON), optionally keyed by a
-//! column's value, through an idempotent producer (`enable.idempotence=true`: a retry after a
-//! lost acknowledgement never writes a message twice, and order per partition is kept).
+//! The Kafka sink: rows of record batches produced to topics as JSON objects (one message per
+//! row, the columns as keys, nested types as JSON), optionally keyed by a column's value,
+//! through an idempotent producer (`enable.idempotence=true`, `acks=all`: a retry after a lost
+//! acknowledgement never writes a message twice, and order per partition is kept).
 //!
-//! [`produce_json`] returns only when every message is acknowledged by the brokers (`acks=all`)
-//! or has definitely failed; failures are counted and reported, never dropped silently.
-//! Touches the network only.
+//! [`TopicSink`] is shared by `silt export` ([`produce_json`]) and `silt serve --to-kafka`
+//! (tables routed to topics). Delivery failures are counted and reported, never dropped
+//! silently; [`TopicSink::flush`] waits until every message sent so far is acknowledged or has
+//! definitely failed. Touches the network only.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,16 +14,17 @@ use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use rdkafka::message::DeliveryResult;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 
 use crate::{KafkaClient, Quiet};
 
-/// What an export produced.
+/// What a sink produced so far.
 #[derive(Debug, Default, Clone)]
 pub struct Produced {
     pub messages: u64,
     pub bytes: u64,
+    pub acknowledged: u64,
     pub failed: u64,
     /// The first delivery error, for the message.
     pub first_error: Option<String>,
@@ -31,6 +33,8 @@ pub struct Produced {
 #[derive(Default)]
 struct Deliveries {
     quiet: Quiet,
+    sent: AtomicU64,
+    bytes: AtomicU64,
     ok: AtomicU64,
     failed: AtomicU64,
     first_error: Mutex<Option<String>>,
@@ -60,38 +64,44 @@ impl ProducerContext for Ctx {
                 if f.is_none() {
                     *f = Some(e.to_string());
                 }
+                if self.0.quiet.fresh(&e.to_string()) {
+                    tracing::error!("kafka: a message was not delivered: {e}");
+                }
             }
         }
     }
 }
 
-/// Produces every row of `batches` to `topic` as a JSON object; `key` names a column whose
-/// value (as text) keys each message. Waits up to `timeout` at the end for acknowledgements.
-pub fn produce_json(
-    client: &KafkaClient,
-    topic: &str,
-    key: Option<&str>,
-    batches: &[RecordBatch],
-    timeout: Duration,
-) -> anyhow::Result<Produced> {
-    let d = Arc::new(Deliveries::default());
-    let mut cfg = client.config();
-    cfg.set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("compression.type", "zstd")
-        .set("linger.ms", "20");
-    // The user's properties win (a broker without zstd, say), except idempotence.
-    for (k, v) in &client.properties {
-        cfg.set(k, v);
+/// An idempotent JSON producer (see the module documentation).
+pub struct TopicSink {
+    producer: ThreadedProducer<Ctx>,
+    d: Arc<Deliveries>,
+}
+
+impl TopicSink {
+    pub fn new(client: &KafkaClient) -> anyhow::Result<Self> {
+        let d = Arc::new(Deliveries::default());
+        let mut cfg = client.config();
+        cfg.set("acks", "all")
+            .set("compression.type", "zstd")
+            .set("linger.ms", "5");
+        // The user's properties win (a broker without zstd, say), except idempotence.
+        for (k, v) in &client.properties {
+            cfg.set(k, v);
+        }
+        cfg.set("enable.idempotence", "true");
+        let producer = cfg.create_with_context(Ctx(d.clone())).map_err(|e| {
+            anyhow::anyhow!("cannot create a Kafka producer for {}: {e}", client.brokers)
+        })?;
+        Ok(Self { producer, d })
     }
-    cfg.set("enable.idempotence", "true");
-    let producer: BaseProducer<Ctx> = cfg.create_with_context(Ctx(d.clone())).map_err(|e| {
-        anyhow::anyhow!("cannot create a Kafka producer for {}: {e}", client.brokers)
-    })?;
-    let mut out = Produced::default();
-    for b in batches {
+
+    /// Sends every row of `b` to `topic` as a JSON object; `key` names a column whose value
+    /// (as text) keys each message. Returns the messages sent (waiting while the producer's
+    /// queue is full).
+    pub fn send(&self, topic: &str, key: Option<&str>, b: &RecordBatch) -> anyhow::Result<u64> {
         if b.num_rows() == 0 {
-            continue;
+            return Ok(0);
         }
         let keys = match key {
             Some(k) => {
@@ -122,6 +132,7 @@ pub fn produce_json(
             w.write(b)?;
             w.finish()?;
         }
+        let mut n = 0;
         for (row, line) in buf
             .split(|c| *c == b'\n')
             .filter(|l| !l.is_empty())
@@ -136,33 +147,74 @@ pub fn produce_json(
             }
             let mut rec = Some(rec);
             while let Some(r) = rec.take() {
-                match producer.send(r) {
+                match self.producer.send(r) {
                     Ok(()) => {}
                     Err((e, r))
                         if e.rdkafka_error_code()
                             == Some(rdkafka::types::RDKafkaErrorCode::QueueFull) =>
                     {
-                        producer.poll(Duration::from_millis(50));
+                        std::thread::sleep(Duration::from_millis(5));
                         rec = Some(r);
                     }
                     Err((e, _)) => anyhow::bail!("cannot produce to {topic}: {e}"),
                 }
             }
-            out.messages += 1;
-            out.bytes += line.len() as u64;
-            producer.poll(Duration::ZERO);
+            n += 1;
+            self.d.sent.fetch_add(1, Ordering::Relaxed);
+            self.d.bytes.fetch_add(line.len() as u64, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+
+    /// Waits until every message sent is acknowledged or failed, at most `timeout`; returns
+    /// the counts.
+    pub fn flush(&self, timeout: Duration) -> Produced {
+        let t0 = Instant::now();
+        let _ = self.producer.flush(timeout);
+        while self.pending() > 0 && t0.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.produced()
+    }
+
+    fn pending(&self) -> u64 {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        l(&self.d.sent).saturating_sub(l(&self.d.ok) + l(&self.d.failed))
+    }
+
+    /// The counts so far.
+    pub fn produced(&self) -> Produced {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Produced {
+            messages: l(&self.d.sent),
+            bytes: l(&self.d.bytes),
+            acknowledged: l(&self.d.ok),
+            failed: l(&self.d.failed),
+            first_error: self.d.first_error.lock().expect("not poisoned").clone(),
         }
     }
-    let t0 = Instant::now();
-    producer
-        .flush(timeout)
-        .map_err(|e| anyhow::anyhow!("waiting for Kafka to acknowledge {topic}: {e}"))?;
-    while d.ok.load(Ordering::Relaxed) + d.failed.load(Ordering::Relaxed) < out.messages
-        && t0.elapsed() < timeout
-    {
-        producer.poll(Duration::from_millis(50));
+}
+
+/// Produces every row of `batches` to `topic` (`silt export`) and waits up to `timeout` for
+/// the acknowledgements.
+pub fn produce_json(
+    client: &KafkaClient,
+    topic: &str,
+    key: Option<&str>,
+    batches: &[RecordBatch],
+    timeout: Duration,
+) -> anyhow::Result<Produced> {
+    let sink = TopicSink::new(client)?;
+    for b in batches {
+        sink.send(topic, key, b)?;
     }
-    out.failed = d.failed.load(Ordering::Relaxed);
-    out.first_error = d.first_error.lock().expect("not poisoned").clone();
-    Ok(out)
+    let mut p = sink.flush(timeout);
+    // Not acknowledged within the timeout counts as failed.
+    let unknown = p.messages - p.acknowledged - p.failed;
+    if unknown > 0 {
+        p.failed += unknown;
+        p.first_error
+            .get_or_insert_with(|| format!("no acknowledgement within {timeout:?}"));
+    }
+    Ok(p)
 }

@@ -49,6 +49,8 @@ pub struct IngestConfig {
     pub flush_bytes: usize,
     /// The server's `--instance` (which flush record is its own).
     pub instance: Option<String>,
+    /// Tables produced to Kafka topics (`--to-kafka`).
+    pub to_kafka: Option<crate::kafka::ToKafka>,
 }
 
 /// Counters for `/metrics` and `/health`.
@@ -74,6 +76,10 @@ pub struct IngestStats {
     /// A source waiting for its records to reach the lake (a Kafka rebalance) asks for the
     /// generation holding log record `seal_upto` to be sealed now, not at its age.
     pub seal_upto: AtomicU64,
+    /// `--to-kafka`: messages produced, acknowledged and failed.
+    pub produced: AtomicU64,
+    pub produce_acked: AtomicU64,
+    pub produce_failed: AtomicU64,
 }
 
 impl IngestStats {
@@ -144,6 +150,13 @@ pub fn start(
     stats: Arc<IngestStats>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let (gen_tx, gen_rx) = std::sync::mpsc::sync_channel::<Generation>(1);
+    let to_kafka = match &cfg.to_kafka {
+        Some(k) => Some((
+            silt_kafka::export::TopicSink::new(&k.client)?,
+            k.routes.iter().cloned().collect::<HashMap<_, _>>(),
+        )),
+        None => None,
+    };
     let flusher = {
         let (lake, writer, live, stats) = (
             cfg.lake.clone(),
@@ -176,6 +189,7 @@ pub fn start(
                 started: None,
                 sealed_upto: 0,
                 gen_tx,
+                to_kafka,
             };
             for r in replayed {
                 ing.record(r);
@@ -205,6 +219,8 @@ struct Ingest {
     /// The last record of the last generation sealed.
     sealed_upto: u64,
     gen_tx: SyncSender<Generation>,
+    /// `--to-kafka`: the producer and each routed table's topic.
+    to_kafka: Option<(silt_kafka::export::TopicSink, HashMap<TableName, String>)>,
 }
 
 impl Ingest {
@@ -261,6 +277,19 @@ impl Ingest {
             }
             if b.num_rows() == 0 {
                 continue;
+            }
+            if let Some((sink, routes)) = &self.to_kafka {
+                if let Some(topic) = routes.get(&t) {
+                    if let Err(e) = sink.send(topic, None, &b) {
+                        // Kept in the lake instead of lost.
+                        tracing::error!("{t} -> kafka {topic}: {e:#}; rows written to the lake");
+                    } else if !self.cfg.to_kafka.as_ref().is_some_and(|k| k.keep_in_lake) {
+                        self.stats
+                            .events
+                            .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                        continue;
+                    }
+                }
             }
             let bytes = b.get_array_memory_size();
             self.gen.bytes += bytes;
@@ -328,6 +357,16 @@ impl Ingest {
             bytes: 0,
             kafka: KafkaPositions::new(),
         };
+        if let Some((sink, _)) = &self.to_kafka {
+            // The log is released once the flush is done: what went to Kafka must be
+            // acknowledged by then (or it is produced again from the log after a crash).
+            let p = sink.flush(Duration::from_secs(60));
+            self.stats.produced.store(p.messages, Ordering::Relaxed);
+            self.stats
+                .produce_acked
+                .store(p.acknowledged, Ordering::Relaxed);
+            self.stats.produce_failed.store(p.failed, Ordering::Relaxed);
+        }
         let sealed = std::mem::replace(&mut self.gen, next);
         self.sealed_upto = sealed.upto;
         self.started = None;

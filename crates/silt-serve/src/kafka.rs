@@ -122,6 +122,30 @@ impl KafkaSpec {
     }
 }
 
+/// `--to-kafka TABLE=TOPIC`: rows of these tables, decoded and transformed (enriched), are
+/// produced to topics as JSON objects (at least once: an event whose log record is replayed
+/// after a crash may be produced again; the producer is idempotent within a run) instead of, or
+/// with `keep_in_lake` as well as, being written to the lake.
+#[derive(Debug, Clone)]
+pub struct ToKafka {
+    pub client: KafkaClient,
+    pub routes: Vec<(silt_core::TableName, String)>,
+    pub keep_in_lake: bool,
+}
+
+impl ToKafka {
+    /// Parses one `TABLE=TOPIC`.
+    pub fn parse_route(s: &str) -> anyhow::Result<(silt_core::TableName, String)> {
+        let (t, topic) = s.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("--to-kafka {s:?}: give TABLE=TOPIC, e.g. sflow.sample=netdata")
+        })?;
+        let table = silt_core::TableName::parse(t)
+            .ok_or_else(|| anyhow::anyhow!("--to-kafka {s:?}: {t:?} is not SCHEMA.NAME"))?;
+        anyhow::ensure!(!topic.is_empty(), "--to-kafka {s:?}: the topic is empty");
+        Ok((table, topic.to_string()))
+    }
+}
+
 /// Counters for `/metrics` and the summary of `silt import kafka`.
 #[derive(Debug, Default)]
 pub struct KafkaStats {
@@ -621,6 +645,31 @@ pub fn start(
     })?;
     let topics: Vec<&str> = spec.topics.iter().map(|t| t.topic.as_str()).collect();
     let topics_list = topics.join(", ");
+    // The group's first assignment covers only the topics its leader knows: wait until the
+    // broker describes every topic (a topic created a moment ago may not be known yet), so that
+    // `--until-end` does not stop before a topic was ever assigned.
+    let t0 = Instant::now();
+    let mut missing: Vec<&str> = topics.clone();
+    while !missing.is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        missing.retain(|t| {
+            !consumer
+                .fetch_metadata(Some(t), Duration::from_secs(5))
+                .is_ok_and(|m| {
+                    m.topics()
+                        .iter()
+                        .any(|mt| mt.error().is_none() && !mt.partitions().is_empty())
+                })
+        });
+        if !missing.is_empty() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    if !missing.is_empty() {
+        tracing::warn!(
+            "kafka: the broker does not describe {} (yet); consuming them once they exist",
+            missing.join(", ")
+        );
+    }
     consumer
         .subscribe(&topics)
         .map_err(|e| anyhow::anyhow!("cannot subscribe to {}: {e}", topics.join(", ")))?;

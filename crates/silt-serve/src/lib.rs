@@ -118,6 +118,8 @@ pub struct ServeConfig {
     pub instance: Option<String>,
     /// `--kafka`: topics to consume.
     pub kafka: Option<kafka::KafkaSpec>,
+    /// `--to-kafka`: tables produced to topics.
+    pub to_kafka: Option<kafka::ToKafka>,
 }
 
 impl ServeConfig {
@@ -152,6 +154,7 @@ impl ServeConfig {
             maintain: maintain::MaintainConfig::default(),
             instance: None,
             kafka: None,
+            to_kafka: None,
         }
     }
 
@@ -418,6 +421,7 @@ impl Server {
                 flush_age: cfg.flush_age,
                 flush_bytes: cfg.flush_bytes,
                 instance: cfg.instance.clone(),
+                to_kafka: cfg.to_kafka.clone(),
             },
             replayed.records,
             rec_rx,

@@ -350,6 +350,21 @@ fn kafka(o: &mut String, s: &Shared) {
             "Errors librdkafka reported (broker unreachable, ...).",
             &k.errors,
         ),
+        (
+            "kafka_produced_total",
+            "Messages produced by --to-kafka.",
+            &s.ingest.produced,
+        ),
+        (
+            "kafka_produce_acked_total",
+            "--to-kafka messages the brokers acknowledged (as of the last flush).",
+            &s.ingest.produce_acked,
+        ),
+        (
+            "kafka_produce_failed_total",
+            "--to-kafka messages that could not be delivered.",
+            &s.ingest.produce_failed,
+        ),
     ] {
         line(o, name, "counter", help, l(v));
     }

@@ -635,6 +635,13 @@ pub struct ServeArgs {
     pub instance: Option<String>,
     #[command(flatten)]
     pub kafka: KafkaArgs,
+    /// Produce a table's rows (decoded and enriched) to a Kafka topic of --kafka as JSON
+    /// objects instead of writing them to the lake, TABLE=TOPIC (repeatable); at least once.
+    #[arg(long = "to-kafka", value_name = "TABLE=TOPIC")]
+    pub to_kafka: Vec<String>,
+    /// With --to-kafka: write those tables to the lake as well.
+    #[arg(long)]
+    pub to_kafka_keep: bool,
     #[command(flatten)]
     pub enrich: EnrichArgs,
     #[command(flatten)]

@@ -83,7 +83,34 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<_>>()?;
     cfg.flight = a.flight;
     cfg.instance = a.instance.clone();
-    cfg.kafka = crate::opts::kafka_spec(&a.kafka)?;
+    if !a.to_kafka.is_empty() {
+        let brokers = a.kafka.kafka.clone().ok_or_else(|| {
+            anyhow::anyhow!("--to-kafka needs --kafka HOST:PORT (the brokers to produce to)")
+        })?;
+        cfg.to_kafka = Some(silt_serve::kafka::ToKafka {
+            client: silt_kafka::KafkaClient {
+                brokers,
+                properties: a
+                    .kafka
+                    .kafka_options
+                    .iter()
+                    .map(|o| silt_kafka::KafkaClient::parse_property(o))
+                    .collect::<anyhow::Result<_>>()?,
+            },
+            routes: a
+                .to_kafka
+                .iter()
+                .map(|r| silt_serve::kafka::ToKafka::parse_route(r))
+                .collect::<anyhow::Result<_>>()?,
+            keep_in_lake: a.to_kafka_keep,
+        });
+    }
+    // --kafka without --topic only produces (--to-kafka).
+    cfg.kafka = if a.kafka.topics.is_empty() && !a.to_kafka.is_empty() {
+        None
+    } else {
+        crate::opts::kafka_spec(&a.kafka)?
+    };
     cfg.routes = a
         .routes
         .iter()
@@ -195,7 +222,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         for t in &a.tails {
             eprintln!("  tail      {t}");
         }
-        if let Some(k) = &a.kafka.kafka {
+        for r in &a.to_kafka {
+            eprintln!("  to-kafka  {r}");
+        }
+        if let Some(k) = a
+            .kafka
+            .kafka
+            .as_ref()
+            .filter(|_| !a.kafka.topics.is_empty())
+        {
             eprintln!(
                 "  kafka     {k}  (group {}, topics {})",
                 a.kafka.group,
