@@ -280,6 +280,25 @@ impl Shared {
     }
 }
 
+/// Receive buffer asked for on UDP listeners (syslog, sFlow, NetFlow): the kernel's queue is
+/// the only one a datagram has while the server is busy, and its default (about 200 KiB) is a
+/// few milliseconds of a busy exporter. The kernel caps it at `net.core.rmem_max`.
+pub const UDP_RECEIVE_BUFFER: usize = 32 << 20;
+
+fn widen_receive_buffer(u: &tokio::net::UdpSocket) {
+    let s = socket2::SockRef::from(u);
+    if let Err(e) = s.set_recv_buffer_size(UDP_RECEIVE_BUFFER) {
+        tracing::warn!("cannot enlarge the UDP receive buffer: {e}");
+    }
+    match s.recv_buffer_size() {
+        Ok(n) if n < UDP_RECEIVE_BUFFER / 2 => tracing::warn!(
+            "UDP receive buffer of {} is {n} bytes (net.core.rmem_max caps it): bursts may be dropped; raise it with sysctl -w net.core.rmem_max={UDP_RECEIVE_BUFFER}",
+            u.local_addr().map(|a| a.to_string()).unwrap_or_default()
+        ),
+        _ => {}
+    }
+}
+
 /// A running server.
 pub struct Server {
     pub shared: Arc<Shared>,
@@ -556,6 +575,7 @@ impl Server {
                 let u = tokio::net::UdpSocket::bind(spec.addr)
                     .await
                     .with_context(|| format!("cannot bind udp {} (--syslog)", spec.addr))?;
+                widen_receive_buffer(&u);
                 syslog_addrs.push(("udp", u.local_addr()?, spec.table.clone()));
                 tasks.push(tokio::spawn(syslog::serve_udp(
                     u, table, shared2, st, stop2,
@@ -567,6 +587,7 @@ impl Server {
             let u = tokio::net::UdpSocket::bind(spec.addr)
                 .await
                 .with_context(|| format!("cannot bind udp {} (--sflow/--netflow)", spec.addr))?;
+            widen_receive_buffer(&u);
             flow_addrs.push((spec.protocol, u.local_addr()?));
             tasks.push(tokio::spawn(flows::serve_udp(
                 u,
