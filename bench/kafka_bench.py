@@ -25,6 +25,8 @@
 """
 import argparse, gzip, json, os, subprocess, sys, tempfile, time
 
+from serve import http  # bench/serve.py: a POST (or GET) to silt serve's HTTP API
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
@@ -128,13 +130,6 @@ def sflow_key(d):
     return agent, struct.unpack_from(">I", d, 16)[0]
 
 
-def http(url, body):
-    import urllib.request
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/sql"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return r.read()
-
-
 def free_port():
     import socket
     s = socket.socket()
@@ -149,7 +144,11 @@ def rasp(a, d, run):
     corpus = os.environ.get("SILT_CORPUS") or os.path.join(ROOT, "..", "shared", "corpus")
     mm = os.path.join(corpus, "mmdb")
     cap = os.path.join(d, "sflow.pcap")
-    sh([a.silt, "generate", "sflow", "--events", str(a.rasp_rate * a.rasp_seconds * 3), "-o", cap])
+    gen = [a.silt, "generate", "sflow", "--events", str(a.rasp_rate * a.rasp_seconds * 3), "-o", cap]
+    if a.rasp_from_pcap:
+        # Real-derived: the packets of a capture (e.g. bench/pcap.sh's repeated browsing trace).
+        gen += ["--from", a.rasp_from_pcap]
+    sh(gen)
     dgrams = pcap_datagrams(cap)
     samples_per = max(1, round(a.rasp_rate * a.rasp_seconds * 3 / len(dgrams)))
     topic = f"rasp-{run}"
@@ -245,7 +244,8 @@ def rasp(a, d, run):
         sys.exit("rasp: no datagram became visible; see " + d)
     p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
     print(f"RASP pipeline (sFlow -> serve A, enrich asn+geo -> Kafka -> serve B -> lake), "
-          f"~{samples_per} samples per datagram:")
+          f"~{samples_per} samples per datagram, packets "
+          f"{'of ' + os.path.basename(a.rasp_from_pcap) if a.rasp_from_pcap else 'generated'}:")
     print(f"  steady {per_s * samples_per:,} samples/s for {a.rasp_seconds} s: {len(lat):,} of "
           f"{len(sent):,} datagrams visible in B's query API (UDP drops: {n_lost}); "
           f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms (goal p99 <= 1000 ms; RASP 1.161 s mean)")
@@ -264,6 +264,8 @@ def main():
     ap.add_argument("--rasp-seconds", type=int, default=30)
     ap.add_argument("--rasp-rate", type=int, default=20_000)
     ap.add_argument("--rasp-burst-rate", type=int, default=300_000)
+    ap.add_argument("--rasp-from-pcap", default=None,
+                    help="sample this capture's packets (real-derived) instead of generated traffic")
     ap.add_argument("--skip-ingest", action="store_true", help="only the RASP pipeline")
     a = ap.parse_args()
     py = sys.executable
