@@ -4,9 +4,11 @@
   client.py produce-ids BROKER TOPIC FIRST COUNT [--compression C] [--rate N]
       JSON records {"id": i, "host": ..., "bytes": ...} for i in FIRST..FIRST+COUNT, keyed by id
       (spread over the topic's partitions); --rate limits records/s.
-  client.py produce-file BROKER TOPIC FILE [--compression C] [--msgpack] [--poison-at N]
+  client.py produce-file BROKER TOPIC FILE [--compression C] [--msgpack] [--poison-at N] [--meta]
       every non-empty line of FILE as one message (--msgpack: each line, a JSON object, is sent
-      msgpack-encoded); --poison-at N sends the bytes b'{"broken' as message N (0-based) first.
+      msgpack-encoded); --poison-at N sends the bytes b'{"broken' as message N (0-based) first;
+      --meta gives line n (0-based) the key str(n) (none when n % 50 == 7) and the headers
+      n=str(n), bin=b'\xffok', tag=a, tag=b.
   client.py offsets BROKER GROUP TOPIC
       prints JSON {"committed": {p: o}, "end": {p: o}}.
 Prints the number of messages produced (produce-*). Exits non-zero when a delivery failed.
@@ -36,10 +38,10 @@ def delivered(err, _msg):
         failed.append(str(err))
 
 
-def send(p, topic, value, key=None):
+def send(p, topic, value, key=None, headers=None):
     while True:
         try:
-            p.produce(topic, value, key=key, on_delivery=delivered)
+            p.produce(topic, value, key=key, headers=headers, on_delivery=delivered)
             return
         except BufferError:
             p.poll(0.05)
@@ -80,6 +82,9 @@ def main():
         if as_msgpack:
             args.remove("--msgpack")
             import msgpack
+        meta = "--meta" in args
+        if meta:
+            args.remove("--meta")
         broker, topic, path = args[0], args[1], args[2]
         p = producer(broker, compression)
         n = 0
@@ -92,7 +97,13 @@ def main():
                     send(p, topic, b'{"broken')
                 if as_msgpack:
                     line = msgpack.packb(json.loads(line))
-                send(p, topic, line)
+                if meta:
+                    key = None if n % 50 == 7 else str(n).encode()
+                    headers = [("n", str(n).encode()), ("bin", b"\xffok"), ("tag", b"a"),
+                               ("tag", b"b")]
+                    send(p, topic, line, key=key, headers=headers)
+                else:
+                    send(p, topic, line)
                 n += 1
                 p.poll(0)
         p.flush(60)

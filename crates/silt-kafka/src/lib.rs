@@ -67,6 +67,66 @@ impl TopicRoute {
     }
 }
 
+/// `--kafka-meta`: which of a message's own attributes become columns of the rows decoded from
+/// it (`_kafka_topic`, `_kafka_partition`, `_kafka_offset`, `_kafka_timestamp`, `_kafka_key`,
+/// `_kafka_headers`; see `silt_serve::kafka_meta`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetaColumns {
+    pub topic: bool,
+    pub partition: bool,
+    pub offset: bool,
+    pub timestamp: bool,
+    pub key: bool,
+    pub headers: bool,
+}
+
+impl MetaColumns {
+    /// The names `--kafka-meta` takes.
+    pub const NAMES: [&'static str; 6] = [
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "key",
+        "headers",
+    ];
+
+    /// A comma-separated list of [`Self::NAMES`], or `all`.
+    pub fn parse(s: &str) -> anyhow::Result<Self> {
+        let mut m = Self::default();
+        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match w {
+                "topic" => m.topic = true,
+                "partition" => m.partition = true,
+                "offset" => m.offset = true,
+                "timestamp" => m.timestamp = true,
+                "key" => m.key = true,
+                "headers" => m.headers = true,
+                "all" => {
+                    m = Self {
+                        topic: true,
+                        partition: true,
+                        offset: true,
+                        timestamp: true,
+                        key: true,
+                        headers: true,
+                    }
+                }
+                other => anyhow::bail!(
+                    "--kafka-meta {other:?}: give a comma-separated list of {} (or all)",
+                    Self::NAMES.join(", ")
+                ),
+            }
+        }
+        Ok(m)
+    }
+
+    /// Whether any column is asked for.
+    pub fn any(&self) -> bool {
+        self.topic || self.partition || self.offset || self.timestamp || self.key || self.headers
+    }
+}
+
 /// Connection settings common to consumers and producers.
 #[derive(Debug, Clone, Default)]
 pub struct KafkaClient {
@@ -173,6 +233,16 @@ mod tests {
         for bad in ["eve", "=json", "a b=json", "t=", "t=csv:nodot", "t=csv:.x"] {
             assert!(TopicRoute::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn meta_columns() {
+        let m = MetaColumns::parse("key, headers").unwrap();
+        assert!(m.key && m.headers && !m.offset && m.any());
+        assert!(MetaColumns::parse("all").unwrap().timestamp);
+        assert!(!MetaColumns::parse("").unwrap().any());
+        let e = MetaColumns::parse("key,value").unwrap_err().to_string();
+        assert!(e.contains("\"value\"") && e.contains("headers"), "{e}");
     }
 
     #[test]

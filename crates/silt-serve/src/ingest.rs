@@ -80,6 +80,8 @@ pub struct IngestStats {
     pub produced: AtomicU64,
     pub produce_acked: AtomicU64,
     pub produce_failed: AtomicU64,
+    /// `--kafka-meta`: rows whose message could not be numbered (their metadata is null).
+    pub kafka_meta_unnumbered: AtomicU64,
 }
 
 impl IngestStats {
@@ -190,6 +192,7 @@ pub fn start(
                 sealed_upto: 0,
                 gen_tx,
                 to_kafka,
+                said: Default::default(),
             };
             for r in replayed {
                 ing.record(r);
@@ -221,6 +224,8 @@ struct Ingest {
     gen_tx: SyncSender<Generation>,
     /// `--to-kafka`: the producer and each routed table's topic.
     to_kafka: Option<(silt_kafka::export::TopicSink, HashMap<TableName, String>)>,
+    /// Warnings given once per run.
+    said: std::collections::HashSet<String>,
 }
 
 impl Ingest {
@@ -257,8 +262,41 @@ impl Ingest {
         }
         self.started.get_or_insert_with(Instant::now);
         self.stats.records.fetch_add(1, Ordering::Relaxed);
+        let kafka_meta = r
+            .entry
+            .kafka
+            .as_ref()
+            .and_then(|k| k.meta.as_ref().map(|m| (k, m)));
         for (t, b) in out.batches {
             let mut b = b;
+            if let Some((k, m)) = kafka_meta {
+                match crate::kafka_meta::attach(&b, &k.topic, k.partition, m) {
+                    Ok((with, done)) => {
+                        b = with;
+                        if done.unnumbered > 0 {
+                            self.stats
+                                .kafka_meta_unnumbered
+                                .fetch_add(done.unnumbered as u64, Ordering::Relaxed);
+                            if self.said.insert(format!("unnumbered {t}")) {
+                                tracing::warn!(
+                                    "{t}: {} rows from kafka {}[{}] could not be matched to their message (not a JSON object or MessagePack map?); their --kafka-meta columns are null",
+                                    done.unnumbered, k.topic, k.partition
+                                );
+                            }
+                        }
+                        for c in done.clashes {
+                            if self.said.insert(format!("clash {t} {c}")) {
+                                tracing::warn!(
+                                    "{t}: the records have a column {c} of their own; kept instead of --kafka-meta's"
+                                );
+                            }
+                        }
+                    }
+                    Err(e) => tracing::error!(
+                        "{t}: --kafka-meta columns not attached: {e:#}; rows kept without them"
+                    ),
+                }
+            }
             let per_table = self.cfg.transforms.get_mut(&t).map(|v| v.as_mut_slice());
             for ts in [per_table, Some(self.cfg.all_tables.as_mut_slice())]
                 .into_iter()
@@ -310,6 +348,9 @@ impl Ingest {
                     .checked_sub(1)
                     .and_then(|i| k.line_offsets.get(i));
                 rej.source = format!("kafka {}[{}]", k.topic, k.partition);
+                if let Some(m) = &k.meta {
+                    rej.raw = crate::kafka_meta::unsplice(m.splice, &rej.raw);
+                }
                 if let Some(o) = at {
                     rej.line = (*o).max(0) as u64;
                 } else {

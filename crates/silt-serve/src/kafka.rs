@@ -42,9 +42,10 @@ use silt_kafka::rdkafka::statistics::Statistics;
 use silt_kafka::rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use silt_kafka::rdkafka::types::RDKafkaRespErr;
 use silt_kafka::rdkafka::{ClientContext, Message};
-use silt_kafka::{KafkaClient, Quiet, TopicRoute};
+use silt_kafka::{KafkaClient, MetaColumns, Quiet, TopicRoute};
 use silt_lake::imports::ImportLog;
 
+use crate::kafka_meta::{EntryMeta, MessageMeta, Splice};
 use crate::wal::{Entry, KafkaSpan};
 use crate::Shared;
 
@@ -67,6 +68,8 @@ pub struct KafkaSpec {
     pub until_end: bool,
     /// Bytes of messages per log entry at most.
     pub entry_bytes: usize,
+    /// `--kafka-meta`: message attributes kept as columns ([`crate::kafka_meta`]).
+    pub meta: MetaColumns,
 }
 
 impl KafkaSpec {
@@ -81,7 +84,24 @@ impl KafkaSpec {
             start: "earliest".into(),
             until_end: false,
             entry_bytes: 1 << 20,
+            meta: MetaColumns::default(),
         }
+    }
+
+    /// How each topic's messages carry their number for `--kafka-meta` (empty without it).
+    pub fn splices(&self) -> anyhow::Result<HashMap<String, Splice>> {
+        if !self.meta.any() {
+            return Ok(HashMap::new());
+        }
+        self.topics
+            .iter()
+            .map(|t| {
+                let name = crate::flows::format(&t.format)?.name;
+                let s = Splice::for_format(name, t.columns.is_some())
+                    .map_err(|e| anyhow::anyhow!("--topic {}={}: {e}", t.topic, t.format))?;
+                Ok((t.topic.clone(), s))
+            })
+            .collect()
     }
 
     /// Checks the routes' formats and options before anything connects.
@@ -109,6 +129,7 @@ impl KafkaSpec {
                 );
             }
         }
+        self.splices()?;
         for (k, _) in &self.client.properties {
             anyhow::ensure!(
                 !matches!(
@@ -180,6 +201,8 @@ struct Gathered {
     /// Offset of the first message gathered.
     first: i64,
     since: Instant,
+    /// `--kafka-meta`: each message's attributes, by its number.
+    meta: Vec<MessageMeta>,
 }
 
 /// What the consumer thread and the rebalance callback share.
@@ -188,6 +211,8 @@ struct State {
     shared: Arc<Shared>,
     spec: KafkaSpec,
     routes: HashMap<String, TopicRoute>,
+    /// `--kafka-meta`: how each topic's messages are numbered (empty without it).
+    splices: HashMap<String, Splice>,
     stats: Arc<KafkaStats>,
     rt: tokio::runtime::Handle,
     quiet: Quiet,
@@ -462,6 +487,13 @@ impl State {
                 partition: k.1,
                 next: g.next,
                 line_offsets: g.line_offsets,
+                meta: self.splices.get(&k.0).map(|s| {
+                    Arc::new(EntryMeta {
+                        columns: self.spec.meta,
+                        splice: *s,
+                        messages: g.meta,
+                    })
+                }),
             }),
         };
         self.stats.entries.fetch_add(1, Ordering::Relaxed);
@@ -504,7 +536,14 @@ impl State {
     }
 
     /// Adds one message to its partition's gathering; `true` when the entry is full.
-    fn gather(&self, topic: &str, p: i32, offset: i64, payload: Option<&[u8]>) -> bool {
+    fn gather(
+        &self,
+        topic: &str,
+        p: i32,
+        offset: i64,
+        payload: Option<&[u8]>,
+        meta: Option<MessageMeta>,
+    ) -> bool {
         let k = key(topic, p);
         let mut inner = self.inner.lock().expect("not poisoned");
         if !inner.assigned.contains_key(&k) {
@@ -533,6 +572,10 @@ impl State {
             let mut body = Vec::new();
             let mut line_offsets = Vec::new();
             if let Some(c) = &route.columns {
+                let c = match self.splices.get(topic) {
+                    Some(s) => s.header(c),
+                    None => c.clone(),
+                };
                 body.extend_from_slice(c.as_bytes());
                 body.push(b'\n');
                 line_offsets.push(-1);
@@ -543,6 +586,7 @@ impl State {
                 next: offset + 1,
                 first: offset,
                 since: Instant::now(),
+                meta: Vec::new(),
             }
         });
         g.next = offset + 1;
@@ -552,12 +596,19 @@ impl State {
                 self.stats
                     .bytes
                     .fetch_add(b.len() as u64, Ordering::Relaxed);
-                g.body.extend_from_slice(b);
+                match (self.splices.get(topic), meta) {
+                    (Some(s), Some(m)) => {
+                        let n = g.meta.len() as u32;
+                        g.meta.push(m);
+                        crate::kafka_meta::splice(*s, n, b, &mut g.body);
+                    }
+                    _ => g.body.extend_from_slice(b),
+                }
                 // Line formats: a message ends its line (msgpack objects follow each other).
                 if route.format == "msgpack" {
                     g.line_offsets.push(offset);
                 } else {
-                    if !b.ends_with(b"\n") {
+                    if !g.body.ends_with(b"\n") {
                         g.body.push(b'\n');
                     }
                     let lines =
@@ -604,6 +655,24 @@ impl State {
     }
 }
 
+/// What `--kafka-meta` keeps of a message.
+fn message_meta(m: &silt_kafka::rdkafka::message::BorrowedMessage<'_>) -> MessageMeta {
+    use silt_kafka::rdkafka::message::Headers;
+    MessageMeta {
+        offset: m.offset(),
+        timestamp: m.timestamp().to_millis(),
+        key: m.key().map(<[u8]>::to_vec),
+        headers: m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|x| (x.key.to_string(), x.value.map(<[u8]>::to_vec)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
 /// Starts the consumer thread; it ends when `stopping` turns true (after logging what it
 /// gathered, flushing and committing) or, with `--until-end`, when the topics are read.
 pub fn start(
@@ -620,10 +689,12 @@ pub fn start(
         .iter()
         .map(|t| (t.topic.clone(), t.clone()))
         .collect();
+    let splices = spec.splices()?;
     let state = Arc::new(State {
         lake,
         shared,
         routes,
+        splices,
         stats: stats.clone(),
         rt,
         quiet: Quiet::default(),
@@ -713,7 +784,8 @@ pub fn start(
                 }
                 match consumer.poll(Duration::from_millis(10)) {
                     Some(Ok(m)) => {
-                        if state.gather(m.topic(), m.partition(), m.offset(), m.payload()) {
+                        let meta = spec.meta.any().then(|| message_meta(&m));
+                        if state.gather(m.topic(), m.partition(), m.offset(), m.payload(), meta) {
                             state.log_due(false, spec.entry_bytes);
                         }
                     }

@@ -36,6 +36,7 @@ pub mod forward;
 pub mod http;
 pub mod ingest;
 pub mod kafka;
+pub mod kafka_meta;
 pub mod live;
 pub mod maintain;
 pub mod metrics;

@@ -365,6 +365,11 @@ fn kafka(o: &mut String, s: &Shared) {
             "--to-kafka messages that could not be delivered.",
             &s.ingest.produce_failed,
         ),
+        (
+            "kafka_meta_unnumbered_total",
+            "Rows whose message could not be matched for --kafka-meta (their metadata is null).",
+            &s.ingest.kafka_meta_unnumbered,
+        ),
     ] {
         line(o, name, "counter", help, l(v));
     }

@@ -70,6 +70,8 @@ pub struct KafkaSpan {
     /// The offset of the message each line of the body came from (each record, for msgpack),
     /// so that a reject names its message; a header line given for the topic is -1.
     pub line_offsets: Vec<i64>,
+    /// `--kafka-meta`: the messages' attributes, attached to their rows after decoding.
+    pub meta: Option<std::sync::Arc<crate::kafka_meta::EntryMeta>>,
 }
 
 /// An entry with its place in the log.

@@ -668,6 +668,11 @@ pub struct KafkaArgs {
     /// Where a partition neither the lake nor the group has an offset for starts.
     #[arg(long, default_value = "earliest", value_parser = ["earliest", "latest"])]
     pub kafka_start: String,
+    /// Keep each message's own attributes as columns of its rows, a comma-separated list of
+    /// topic, partition, offset, timestamp, key, headers (or all): _kafka_key, _kafka_headers
+    /// (a map), ... For zeek, suricata, json, msgpack, and csv/tsv topics with --topic-columns.
+    #[arg(long = "kafka-meta", value_name = "LIST")]
+    pub kafka_meta: Option<String>,
     /// A librdkafka property, KEY=VALUE (repeatable): security.protocol=SASL_SSL,
     /// sasl.mechanism=SCRAM-SHA-512, sasl.username=..., ssl.ca.location=...
     #[arg(long = "kafka-option", value_name = "KEY=VALUE")]

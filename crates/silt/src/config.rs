@@ -362,10 +362,12 @@ mod tests {
         assert_eq!(a.kafka.topics.len(), 3);
         assert_eq!(a.kafka.topic_columns.len(), 1);
         assert_eq!(a.kafka.kafka_options.len(), 2);
+        assert_eq!(a.kafka.kafka_meta.as_deref(), Some("key,headers,timestamp"));
         assert_eq!(a.instance.as_deref(), Some("a"));
         let spec = crate::opts::kafka_spec(&a.kafka).unwrap().unwrap();
         assert_eq!(spec.topics[2].table.as_deref(), Some("rasp.netdata"));
         assert!(spec.topics[2].columns.is_some());
+        assert!(spec.meta.key && spec.meta.headers && !spec.meta.offset);
     }
 
     #[test]

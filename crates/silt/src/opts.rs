@@ -294,6 +294,10 @@ pub fn kafka_spec(
             k.topics.is_empty(),
             "--topic needs --kafka HOST:PORT (the brokers to consume from)"
         );
+        anyhow::ensure!(
+            k.kafka_meta.is_none(),
+            "--kafka-meta needs --kafka HOST:PORT (the brokers to consume from)"
+        );
         return Ok(None);
     };
     let mut spec = silt_serve::kafka::KafkaSpec::new(brokers, &k.group);
@@ -319,6 +323,9 @@ pub fn kafka_spec(
         .map(|o| silt_kafka::KafkaClient::parse_property(o))
         .collect::<anyhow::Result<_>>()?;
     spec.start = k.kafka_start.clone();
+    if let Some(m) = &k.kafka_meta {
+        spec.meta = silt_kafka::MetaColumns::parse(m)?;
+    }
     spec.check()?;
     Ok(Some(spec))
 }

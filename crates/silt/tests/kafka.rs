@@ -9,7 +9,8 @@
 //!   at random moments (10 times) and started again while records keep arriving: every id is in
 //!   the lake once, and the committed offsets are the end offsets;
 //! - the broker stopped and started again while a server consumes: nothing lost or doubled, and
-//!   the server says the broker is away.
+//!   the server says the broker is away;
+//! - `--kafka-meta`: message keys, headers, times and offsets as columns of every format's rows.
 //!
 //! The tests share one broker and run one at a time (a lock), each on topics of its own.
 
@@ -305,6 +306,188 @@ fn every_reader_through_compressed_topics_and_a_poison_message() {
 }
 
 /// A `silt serve` group member on `lake`.
+/// `--kafka-meta all`: every row carries its own message's topic, partition, offset, time, key
+/// and headers, whatever the format (JSON, EVE spread over tables, MessagePack, header-less CSV);
+/// the rows are otherwise those of an import without it, and a reject keeps its original bytes.
+#[test]
+fn message_attributes_as_columns() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let Some(eve) = silt_testkit::corpus_path("suricata/surevego-eve.json") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let n = 300u64;
+    let records = d.path().join("records.ndjson");
+    let rows = d.path().join("rows.csv");
+    let (mut recs, mut csv) = (String::new(), String::new());
+    for i in 0..n {
+        recs.push_str(&format!("{{\"id\":{i},\"v\":\"x{i}\"}}\n"));
+        csv.push_str(&format!("{i},agent{}\n", i % 3));
+    }
+    std::fs::write(&records, recs).unwrap();
+    std::fs::write(&rows, csv).unwrap();
+    let (t_json, t_csv, t_mp, t_eve) = (
+        topic("meta-json", 3),
+        topic("meta-csv", 2),
+        topic("meta-mp", 2),
+        topic("meta-eve", 2),
+    );
+    for (t, f, extra) in [
+        (&t_json, &records, None),
+        (&t_csv, &rows, None),
+        (&t_mp, &records, Some("--msgpack")),
+    ] {
+        let mut args = vec!["produce-file", &broker, t, p(f), "--meta"];
+        args.extend(extra);
+        client(&py, &args);
+    }
+    let n_eve: u64 = client(
+        &py,
+        &[
+            "produce-file",
+            &broker,
+            &t_eve,
+            p(&eve),
+            "--meta",
+            "--poison-at",
+            "3",
+        ],
+    )
+    .parse()
+    .unwrap();
+    let lake = d.path().join("lake");
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let out = common::silt(&[
+        "import",
+        "kafka",
+        "--kafka",
+        &broker,
+        "--group",
+        &format!("meta-{t_json}"),
+        "--topic",
+        &format!("{t_json}=json:app.json"),
+        "--topic",
+        &format!("{t_csv}=csv:app.csv"),
+        "--topic-columns",
+        &format!("{t_csv}=id,agent"),
+        "--topic",
+        &format!("{t_mp}=msgpack:app.mp"),
+        "--topic",
+        &format!("{t_eve}=suricata"),
+        "--kafka-meta",
+        "all",
+        "--lake",
+        p(&lake),
+        "--quiet",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(" 1 rejects"), "{stderr}");
+    let unkeyed = (0..n).filter(|i| i % 50 == 7).count();
+    for (table, t) in [
+        ("app.json", &t_json),
+        ("app.csv", &t_csv),
+        ("app.mp", &t_mp),
+    ] {
+        let q = format!(
+            "SELECT count(*) || '/' || count(DISTINCT id) \
+             || '/' || sum(CASE WHEN _kafka_key = CAST(id AS VARCHAR) THEN 1 ELSE 0 END) \
+             || '/' || sum(CASE WHEN _kafka_key IS NULL THEN 1 ELSE 0 END) \
+             || '/' || sum(CASE WHEN _kafka_headers['n'] = CAST(id AS VARCHAR) THEN 1 ELSE 0 END) \
+             || '/' || min(_kafka_headers['bin']) || '/' || min(_kafka_headers['tag']) \
+             || '/' || min(cardinality(_kafka_headers)) \
+             || '/' || count(DISTINCT _kafka_partition || ':' || _kafka_offset) \
+             || '/' || min(_kafka_topic) || '/' || max(_kafka_topic) \
+             || '/' || CAST(min(_kafka_timestamp) >= to_timestamp({}) AS VARCHAR) \
+             FROM {table}",
+            t0 - 3600
+        );
+        assert_eq!(
+            scalar(&lake, &q),
+            format!(
+                "{n}/{n}/{}/{unkeyed}/{n}/\\xffok/b/3/{n}/{t}/{t}/true",
+                n as usize - unkeyed
+            ),
+            "{table}"
+        );
+        // No trace of the splice, and the record's own columns are all there.
+        let cols = ok(&[
+            "query",
+            "--lake",
+            p(&lake),
+            "--format",
+            "csv",
+            &format!("SELECT * FROM {table} LIMIT 1"),
+        ]);
+        let header = cols.lines().next().unwrap_or("");
+        assert!(
+            header.starts_with("id,") && !header.contains("__silt_kafka_row"),
+            "{header}"
+        );
+    }
+    // EVE: every line is one row in its event_type's table, each with its own message.
+    let tables: Vec<serde_json::Value> =
+        serde_json::from_str(&ok(&["tables", "--lake", p(&lake), "--json"])).unwrap();
+    let (mut rows_eve, mut distinct) = (0u64, 0u64);
+    for t in &tables {
+        let name = t["table"].as_str().unwrap();
+        if name.starts_with("suricata.") {
+            rows_eve += t["rows"].as_u64().unwrap();
+            distinct += scalar(
+                &lake,
+                &format!(
+                    "SELECT count(DISTINCT _kafka_partition || ':' || _kafka_offset) FROM {name} \
+                     WHERE _kafka_key IS NOT NULL OR _kafka_headers['n'] IS NOT NULL"
+                ),
+            )
+            .parse::<u64>()
+            .unwrap();
+        }
+    }
+    assert_eq!(rows_eve, n_eve);
+    assert_eq!(
+        distinct, n_eve,
+        "every EVE row has its own message's attributes"
+    );
+    // The poison message's reject holds the bytes that were sent.
+    let rejects: Vec<serde_json::Value> = std::fs::read_dir(lake.join("_rejects"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .flat_map(|f| {
+            std::fs::read_to_string(f.unwrap().path())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["raw"], "{\"broken", "{}", rejects[0]);
+
+    // A format whose records have nowhere to carry the message's place is refused up front.
+    let out = common::silt(&[
+        "import",
+        "kafka",
+        "--kafka",
+        &broker,
+        "--topic",
+        "x=syslog",
+        "--kafka-meta",
+        "key",
+        "--lake",
+        p(&lake),
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--kafka-meta") && e.contains("syslog"),
+        "{e}"
+    );
+}
+
 fn member(lake: &Path, name: &str, broker: &str, topic: &str, group: &str, log: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_silt"))
         .args([
