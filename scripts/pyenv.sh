@@ -2,7 +2,7 @@
 # Creates (first run) or reuses the private Python virtualenv that tests and benchmarks use for
 # DuckDB and pyarrow, and the real clients of `silt serve`'s tests (fluent-logger and msgpack for
 # the Forward protocol, the ADBC Flight SQL driver; confluent-kafka for the broker that
-# scripts/kafka.sh runs), installed from PyPI with pip. Idempotent and quiet: pip's output goes to
+# scripts/kafka.sh runs, and fastavro to read what silt produces as Avro), installed from PyPI with pip. Idempotent and quiet: pip's output goes to
 # stderr only when something is installed; stdout is exactly the venv's python path, so callers
 # can do `PY="$(scripts/pyenv.sh)"`.
 #
@@ -12,10 +12,10 @@ set -euo pipefail
 
 VENV="${SILT_VENV:-$HOME/.cache/silt-venv}"
 PY="$VENV/bin/python"
-PKGS=(duckdb pyarrow fluent-logger msgpack adbc-driver-flightsql adbc-driver-manager confluent-kafka)
+PKGS=(duckdb pyarrow fluent-logger msgpack adbc-driver-flightsql adbc-driver-manager confluent-kafka fastavro)
 
 ready() {
-  [ -x "$PY" ] && "$PY" -c 'import duckdb, pyarrow, fluent.sender, msgpack, adbc_driver_flightsql.dbapi, confluent_kafka' >/dev/null 2>&1
+  [ -x "$PY" ] && "$PY" -c 'import duckdb, pyarrow, fluent.sender, msgpack, adbc_driver_flightsql.dbapi, confluent_kafka, fastavro' >/dev/null 2>&1
 }
 
 if ! ready; then

@@ -9,6 +9,13 @@
       msgpack-encoded); --poison-at N sends the bytes b'{"broken' as message N (0-based) first;
       --meta gives line n (0-based) the key str(n) (none when n % 50 == 7) and the headers
       n=str(n), bin=b'\xffok', tag=a, tag=b.
+  client.py consume-avro BROKER TOPIC COUNT (--schemas DIR | --registry URL)
+      reads COUNT Avro messages from the start of TOPIC with fastavro (an implementation of its
+      own): single-object encoding (C3 01, Rabin fingerprint, record), checking the fingerprint
+      against fastavro's own of the DIR/<fingerprint>.avsc schema, or the Confluent wire format
+      (00, schema id, record) with the schema fetched from the registry; prints one JSON line per
+      message: {"key", "fingerprint" or "id", "value"} (times as epoch microseconds, decimals as
+      integers).
   client.py offsets BROKER GROUP TOPIC
       prints JSON {"committed": {p: o}, "end": {p: o}}.
 Prints the number of messages produced (produce-*). Exits non-zero when a delivery failed.
@@ -54,6 +61,84 @@ def opt(args, name, default=None):
         del args[i:i + 2]
         return v
     return default
+
+
+def canon(v):
+    import datetime
+    import decimal
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [canon(x) for x in v]
+    if isinstance(v, datetime.datetime):
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return (v - epoch) // datetime.timedelta(microseconds=1)
+    if isinstance(v, decimal.Decimal):
+        return int(v) if v == v.to_integral_value() else str(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def consume_avro(args):
+    import io
+    import os
+    import struct
+    import urllib.request
+    import fastavro
+    from fastavro.schema import fingerprint, to_parsing_canonical_form
+    schemas = opt(args, "--schemas")
+    registry = opt(args, "--registry")
+    broker, topic, count = args[0], args[1], int(args[2])
+    by_fp = {}
+    if schemas:
+        for f in os.listdir(schemas):
+            if f.endswith(".avsc"):
+                with open(os.path.join(schemas, f)) as fh:
+                    parsed = fastavro.parse_schema(json.load(fh))
+                fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
+                # The file is named by the fingerprint as a 64-bit number in hex; fastavro gives
+                # its little-endian bytes, as messages carry it.
+                want = int.from_bytes(bytes.fromhex(fp), "little")
+                if f != f"{want:016x}.avsc":
+                    sys.exit(f"consume-avro: {f} holds a schema whose fingerprint is {want:016x}")
+                by_fp[bytes.fromhex(fp)] = parsed
+    by_id = {}
+    c = ck.Consumer({"bootstrap.servers": broker, "group.id": f"avro-{time.time()}",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    n, deadline = 0, time.time() + 120
+    while n < count and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        v = m.value()
+        out = {"key": m.key().decode() if m.key() is not None else None}
+        if schemas:
+            if v[:2] != b"\xc3\x01":
+                sys.exit(f"consume-avro: not single-object encoded: {v[:10].hex()}")
+            if v[2:10] not in by_fp:
+                sys.exit(f"consume-avro: no schema in {schemas} has fingerprint {v[2:10].hex()}")
+            parsed, body = by_fp[v[2:10]], v[10:]
+            out["fingerprint"] = v[2:10].hex()
+        else:
+            if v[0] != 0:
+                sys.exit(f"consume-avro: not in the Confluent wire format: {v[:5].hex()}")
+            sid = struct.unpack(">I", v[1:5])[0]
+            if sid not in by_id:
+                with urllib.request.urlopen(f"{registry}/schemas/ids/{sid}") as r:
+                    by_id[sid] = fastavro.parse_schema(json.loads(json.load(r)["schema"]))
+            parsed, body = by_id[sid], v[5:]
+            out["id"] = sid
+        buf = io.BytesIO(body)
+        out["value"] = canon(fastavro.schemaless_reader(buf, parsed))
+        if buf.read():
+            sys.exit("consume-avro: bytes left after the record")
+        print(json.dumps(out))
+        n += 1
+    c.close()
+    if n < count:
+        sys.exit(f"consume-avro: {n} of {count} messages within 120 s")
 
 
 def main():
@@ -108,6 +193,8 @@ def main():
                 p.poll(0)
         p.flush(60)
         print(n)
+    elif cmd == "consume-avro":
+        consume_avro(args)
     elif cmd == "offsets":
         broker, group, topic = args
         c = ck.Consumer({"bootstrap.servers": broker, "group.id": group,

@@ -1,5 +1,6 @@
 //! The Kafka sink: rows of record batches produced to topics as JSON objects (one message per
-//! row, the columns as keys, nested types as JSON), optionally keyed by a column's value,
+//! row, the columns as keys, nested types as JSON) or as Avro records ([`crate::avro`]),
+//! optionally keyed by a column's value,
 //! through an idempotent producer (`enable.idempotence=true`, `acks=all`: a retry after a lost
 //! acknowledgement never writes a message twice, and order per partition is kept).
 //!
@@ -72,14 +73,23 @@ impl ProducerContext for Ctx {
     }
 }
 
-/// An idempotent JSON producer (see the module documentation).
+/// How rows become messages.
+pub enum Encoding {
+    /// One JSON object per row.
+    Json,
+    /// One Avro record per row, framed as [`crate::avro::Framing`] says.
+    Avro(crate::avro::AvroEncoder),
+}
+
+/// An idempotent producer of rows (see the module documentation).
 pub struct TopicSink {
     producer: ThreadedProducer<Ctx>,
     d: Arc<Deliveries>,
+    encoding: Encoding,
 }
 
 impl TopicSink {
-    pub fn new(client: &KafkaClient) -> anyhow::Result<Self> {
+    pub fn new(client: &KafkaClient, encoding: Encoding) -> anyhow::Result<Self> {
         let d = Arc::new(Deliveries::default());
         let mut cfg = client.config();
         cfg.set("acks", "all")
@@ -93,12 +103,16 @@ impl TopicSink {
         let producer = cfg.create_with_context(Ctx(d.clone())).map_err(|e| {
             anyhow::anyhow!("cannot create a Kafka producer for {}: {e}", client.brokers)
         })?;
-        Ok(Self { producer, d })
+        Ok(Self {
+            producer,
+            d,
+            encoding,
+        })
     }
 
-    /// Sends every row of `b` to `topic` as a JSON object; `key` names a column whose value
-    /// (as text) keys each message. Returns the messages sent (waiting while the producer's
-    /// queue is full).
+    /// Sends every row of `b` to `topic` as one message; `key` names a column whose value (as
+    /// text) keys each message. Returns the messages sent (waiting while the producer's queue
+    /// is full).
     pub fn send(&self, topic: &str, key: Option<&str>, b: &RecordBatch) -> anyhow::Result<u64> {
         if b.num_rows() == 0 {
             return Ok(0);
@@ -126,44 +140,57 @@ impl TopicSink {
             }
             None => None,
         };
-        let mut buf = Vec::new();
-        {
-            let mut w = arrow::json::LineDelimitedWriter::new(&mut buf);
-            w.write(b)?;
-            w.finish()?;
-        }
-        let mut n = 0;
-        for (row, line) in buf
-            .split(|c| *c == b'\n')
-            .filter(|l| !l.is_empty())
-            .enumerate()
-        {
-            let k = keys
-                .as_ref()
-                .and_then(|a| (!arrow::array::Array::is_null(a, row)).then(|| a.value(row)));
-            let mut rec = BaseRecord::<str, [u8]>::to(topic).payload(line);
-            if let Some(k) = k {
-                rec = rec.key(k);
-            }
-            let mut rec = Some(rec);
-            while let Some(r) = rec.take() {
-                match self.producer.send(r) {
-                    Ok(()) => {}
-                    Err((e, r))
-                        if e.rdkafka_error_code()
-                            == Some(rdkafka::types::RDKafkaErrorCode::QueueFull) =>
-                    {
-                        std::thread::sleep(Duration::from_millis(5));
-                        rec = Some(r);
-                    }
-                    Err((e, _)) => anyhow::bail!("cannot produce to {topic}: {e}"),
+        let key_of = |row: usize| {
+            keys.as_ref()
+                .and_then(|a| (!arrow::array::Array::is_null(a, row)).then(|| a.value(row)))
+        };
+        match &self.encoding {
+            Encoding::Json => {
+                let mut buf = Vec::new();
+                {
+                    let mut w = arrow::json::LineDelimitedWriter::new(&mut buf);
+                    w.write(b)?;
+                    w.finish()?;
+                }
+                let lines = buf.split(|c| *c == b'\n').filter(|l| !l.is_empty());
+                for (row, line) in lines.enumerate() {
+                    self.produce(topic, key_of(row), line)?;
                 }
             }
-            n += 1;
-            self.d.sent.fetch_add(1, Ordering::Relaxed);
-            self.d.bytes.fetch_add(line.len() as u64, Ordering::Relaxed);
+            Encoding::Avro(avro) => {
+                for (row, m) in avro.encode(topic, b)?.iter().enumerate() {
+                    self.produce(topic, key_of(row), m)?;
+                }
+            }
         }
-        Ok(n)
+        Ok(b.num_rows() as u64)
+    }
+
+    /// Produces one message, waiting while the producer's queue is full.
+    fn produce(&self, topic: &str, key: Option<&str>, payload: &[u8]) -> anyhow::Result<()> {
+        let mut rec = BaseRecord::<str, [u8]>::to(topic).payload(payload);
+        if let Some(k) = key {
+            rec = rec.key(k);
+        }
+        let mut rec = Some(rec);
+        while let Some(r) = rec.take() {
+            match self.producer.send(r) {
+                Ok(()) => {}
+                Err((e, r))
+                    if e.rdkafka_error_code()
+                        == Some(rdkafka::types::RDKafkaErrorCode::QueueFull) =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                    rec = Some(r);
+                }
+                Err((e, _)) => anyhow::bail!("cannot produce to {topic}: {e}"),
+            }
+        }
+        self.d.sent.fetch_add(1, Ordering::Relaxed);
+        self.d
+            .bytes
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Waits until every message sent is acknowledged or failed, at most `timeout`; returns
@@ -197,14 +224,15 @@ impl TopicSink {
 
 /// Produces every row of `batches` to `topic` (`silt export`) and waits up to `timeout` for
 /// the acknowledgements.
-pub fn produce_json(
+pub fn produce_rows(
     client: &KafkaClient,
+    encoding: Encoding,
     topic: &str,
     key: Option<&str>,
     batches: &[RecordBatch],
     timeout: Duration,
 ) -> anyhow::Result<Produced> {
-    let sink = TopicSink::new(client)?;
+    let sink = TopicSink::new(client, encoding)?;
     for b in batches {
         sink.send(topic, key, b)?;
     }

@@ -8,6 +8,7 @@
 //! (`silt_serve::kafka`) because its acknowledgements are the server's flushes; the producer is
 //! [`export`]. Touches the network only.
 
+pub mod avro;
 pub mod export;
 
 use std::collections::HashMap;

@@ -154,7 +154,15 @@ pub fn start(
     let (gen_tx, gen_rx) = std::sync::mpsc::sync_channel::<Generation>(1);
     let to_kafka = match &cfg.to_kafka {
         Some(k) => Some((
-            silt_kafka::export::TopicSink::new(&k.client)?,
+            silt_kafka::export::TopicSink::new(
+                &k.client,
+                match &k.avro {
+                    Some(f) => silt_kafka::export::Encoding::Avro(
+                        silt_kafka::avro::AvroEncoder::new(f.clone())?,
+                    ),
+                    None => silt_kafka::export::Encoding::Json,
+                },
+            )?,
             k.routes.iter().cloned().collect::<HashMap<_, _>>(),
         )),
         None => None,

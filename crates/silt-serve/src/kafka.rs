@@ -144,7 +144,7 @@ impl KafkaSpec {
 }
 
 /// `--to-kafka TABLE=TOPIC`: rows of these tables, decoded and transformed (enriched), are
-/// produced to topics as JSON objects (at least once: an event whose log record is replayed
+/// produced to topics as JSON objects or Avro records (at least once: an event whose log record is replayed
 /// after a crash may be produced again; the producer is idempotent within a run) instead of, or
 /// with `keep_in_lake` as well as, being written to the lake.
 #[derive(Debug, Clone)]
@@ -152,6 +152,8 @@ pub struct ToKafka {
     pub client: KafkaClient,
     pub routes: Vec<(silt_core::TableName, String)>,
     pub keep_in_lake: bool,
+    /// Avro instead of JSON (`--message-format avro`).
+    pub avro: Option<silt_kafka::avro::Framing>,
 }
 
 impl ToKafka {

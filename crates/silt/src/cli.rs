@@ -500,6 +500,8 @@ pub struct ExportArgs {
     #[arg(long, default_value = "60s", value_parser = crate::units::parse_duration)]
     pub timeout: std::time::Duration,
     #[command(flatten)]
+    pub messages: MessageArgs,
+    #[command(flatten)]
     pub lookup: LookupArgs,
     /// The SQL statement.
     pub sql: String,
@@ -643,9 +645,29 @@ pub struct ServeArgs {
     #[arg(long)]
     pub to_kafka_keep: bool,
     #[command(flatten)]
+    pub messages: MessageArgs,
+    #[command(flatten)]
     pub enrich: EnrichArgs,
     #[command(flatten)]
     pub write: WriteOpts,
+}
+
+/// How rows produced to Kafka are encoded (`silt export`, `silt serve --to-kafka`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct MessageArgs {
+    /// Encoding of produced messages: json (one object per row) or avro (one Avro record per
+    /// row: single-object encoding with its schema in --avro-schemas, or the Confluent wire
+    /// format with --schema-registry).
+    #[arg(long, default_value = "json", value_parser = ["json", "avro"])]
+    pub message_format: String,
+    /// With --message-format avro: register schemas in this Confluent-compatible schema
+    /// registry (http://HOST:PORT, subject TOPIC-value) and frame messages with its ids.
+    #[arg(long, value_name = "URL")]
+    pub schema_registry: Option<String>,
+    /// With --message-format avro and no registry: where each schema is written as
+    /// <fingerprint>.avsc (default <lake>/_silt/avro-schemas).
+    #[arg(long, value_name = "DIR")]
+    pub avro_schemas: Option<PathBuf>,
 }
 
 /// Consuming Kafka topics (`silt serve --kafka`, `silt import kafka`).

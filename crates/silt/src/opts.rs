@@ -329,3 +329,45 @@ pub fn kafka_spec(
     spec.check()?;
     Ok(Some(spec))
 }
+
+/// The Avro framing `--message-format avro` asks for (`None` for JSON).
+pub fn avro_framing(
+    m: &crate::cli::MessageArgs,
+    lake: &std::path::Path,
+) -> anyhow::Result<Option<silt_kafka::avro::Framing>> {
+    if m.message_format != "avro" {
+        anyhow::ensure!(
+            m.schema_registry.is_none() && m.avro_schemas.is_none(),
+            "--schema-registry and --avro-schemas go with --message-format avro"
+        );
+        return Ok(None);
+    }
+    Ok(Some(match &m.schema_registry {
+        Some(r) => {
+            anyhow::ensure!(
+                m.avro_schemas.is_none(),
+                "--avro-schemas is for messages without a registry; with --schema-registry the registry holds the schemas"
+            );
+            silt_kafka::avro::Framing::Confluent {
+                registry: r.clone(),
+            }
+        }
+        None => silt_kafka::avro::Framing::SingleObject {
+            schemas: m
+                .avro_schemas
+                .clone()
+                .unwrap_or_else(|| lake.join("_silt").join("avro-schemas")),
+        },
+    }))
+}
+
+/// The message encoding of `--message-format`.
+pub fn message_encoding(
+    m: &crate::cli::MessageArgs,
+    lake: &std::path::Path,
+) -> anyhow::Result<silt_kafka::export::Encoding> {
+    Ok(match avro_framing(m, lake)? {
+        Some(f) => silt_kafka::export::Encoding::Avro(silt_kafka::avro::AvroEncoder::new(f)?),
+        None => silt_kafka::export::Encoding::Json,
+    })
+}

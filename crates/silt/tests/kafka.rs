@@ -737,6 +737,129 @@ fn export_produces_query_rows_that_read_back_equal() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no such column"));
 }
 
+/// `silt export --message-format avro`: Suricata alerts (unsigned 64-bit flow ids, nested
+/// records) and Zeek connections (addresses, ports, durations, lists) as single-object encoded
+/// Avro, read back by fastavro with the schemas silt wrote (whose fingerprints fastavro computes
+/// itself): every row, every value.
+#[test]
+fn export_avro_reads_back_with_fastavro() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let Some(eve) = silt_testkit::corpus_path("suricata/surevego-eve.json") else {
+        return;
+    };
+    let Some(conn) = silt_testkit::corpus_path("zeek-json/vast-conn.log.json.gz") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let conn_json = d.path().join("conn.json");
+    {
+        use std::io::Read;
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&conn).unwrap())
+            .read_to_end(&mut s)
+            .unwrap();
+        std::fs::write(&conn_json, s).unwrap();
+    }
+    ok(&["import", "suricata", p(&eve), "--lake", p(&lake), "--quiet"]);
+    ok(&[
+        "import",
+        "zeek",
+        p(&conn_json),
+        "--lake",
+        p(&lake),
+        "--quiet",
+    ]);
+    let schemas = lake.join("_silt/avro-schemas");
+    for (table, key, check, expect_sql) in [
+        (
+            "suricata.alert",
+            "flow_id",
+            // count / sum(flow_id) / sum(signature_id) / sum(timestamp µs) / keys = flow ids
+            "alert",
+            "SELECT count(*) || '/' || sum(CAST(flow_id AS DECIMAL(38,0))) || '/' \
+             || sum(alert.signature_id) || '/' || sum(CAST(timestamp AS BIGINT)) FROM suricata.alert",
+        ),
+        (
+            "zeek.conn",
+            "uid",
+            "conn",
+            "SELECT count(*) || '/' || sum(id.orig_p) || '/' || count(DISTINCT id.resp_h) || '/' \
+             || sum(CAST(ts AS BIGINT)) || '/' || sum(COALESCE(orig_bytes, 0)) FROM zeek.conn",
+        ),
+    ] {
+        let t = topic("avro", 2);
+        let out = common::silt(&[
+            "export",
+            "--lake",
+            p(&lake),
+            "--kafka",
+            &broker,
+            "--topic",
+            &t,
+            "--key",
+            key,
+            "--message-format",
+            "avro",
+            &format!("SELECT * FROM {table}"),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let n: u64 = scalar(&lake, &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap();
+        let lines = client(
+            &py,
+            &["consume-avro", &broker, &t, &n.to_string(), "--schemas", p(&schemas)],
+        );
+        let msgs: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(msgs.len() as u64, n, "{table}");
+        let v = |m: &serde_json::Value, path: &str| -> i128 {
+            let mut x = &m["value"];
+            for k in path.split('.') {
+                x = &x[k];
+            }
+            x.as_i64().map(i128::from).or_else(|| x.as_u64().map(i128::from)).unwrap_or(0)
+        };
+        let sum = |path: &str| msgs.iter().map(|m| v(m, path)).sum::<i128>();
+        let got = if check == "alert" {
+            for m in &msgs {
+                assert_eq!(
+                    m["key"].as_str().unwrap(),
+                    v(m, "flow_id").to_string(),
+                    "the key is the flow id: {m}"
+                );
+            }
+            format!(
+                "{}/{}/{}/{}",
+                msgs.len(),
+                sum("flow_id"),
+                sum("alert.signature_id"),
+                sum("timestamp")
+            )
+        } else {
+            let resp: std::collections::HashSet<&str> = msgs
+                .iter()
+                .map(|m| m["value"]["id"]["resp_h"].as_str().unwrap())
+                .collect();
+            format!(
+                "{}/{}/{}/{}/{}",
+                msgs.len(),
+                sum("id.orig_p"),
+                resp.len(),
+                sum("ts"),
+                sum("orig_bytes")
+            )
+        };
+        assert_eq!(got, scalar(&lake, expect_sql), "{table}");
+    }
+    let schema_files = std::fs::read_dir(&schemas).unwrap().count();
+    assert_eq!(schema_files, 2, "one schema per table");
+}
+
 /// `silt serve --to-kafka`: rows ingested over HTTP, enriched by a transform, go to a topic
 /// instead of the lake; a consumer of the topic gets every one.
 #[test]

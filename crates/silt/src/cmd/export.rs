@@ -1,5 +1,5 @@
-//! `silt export`: a query's result rows produced to a Kafka topic as JSON objects
-//! (`silt_kafka::export`).
+//! `silt export`: a query's result rows produced to a Kafka topic as JSON objects or Avro
+//! records (`silt_kafka::export`, `silt_kafka::avro`).
 
 use crate::cli::ExportArgs;
 
@@ -18,6 +18,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             .map(|o| silt_kafka::KafkaClient::parse_property(o))
             .collect::<anyhow::Result<_>>()?,
     };
+    let encoding = crate::opts::message_encoding(&a.messages, &a.lake)?;
     let dbs = crate::opts::databases(&a.lookup)?;
     let rt = silt_query::runtime()?;
     let session = rt
@@ -28,8 +29,9 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     }
     let r = rt.block_on(session.query(&a.sql))?;
     let t0 = std::time::Instant::now();
-    let p = silt_kafka::export::produce_json(
+    let p = silt_kafka::export::produce_rows(
         &client,
+        encoding,
         &a.topic,
         a.key.as_deref(),
         &r.batches,

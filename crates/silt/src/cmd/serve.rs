@@ -103,6 +103,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
                 .map(|r| silt_serve::kafka::ToKafka::parse_route(r))
                 .collect::<anyhow::Result<_>>()?,
             keep_in_lake: a.to_kafka_keep,
+            avro: crate::opts::avro_framing(&a.messages, &lake)?,
         });
     }
     // --kafka without --topic only produces (--to-kafka).
