@@ -89,9 +89,9 @@ impl KafkaSpec {
     }
 
     /// How each topic's messages carry their number for `--kafka-meta` (empty without it).
-    pub fn splices(&self) -> anyhow::Result<HashMap<String, Splice>> {
+    pub fn splices(&self) -> anyhow::Result<hashbrown::HashMap<String, Splice>> {
         if !self.meta.any() {
-            return Ok(HashMap::new());
+            return Ok(hashbrown::HashMap::new());
         }
         self.topics
             .iter()
@@ -212,22 +212,35 @@ struct State {
     lake: std::path::PathBuf,
     shared: Arc<Shared>,
     spec: KafkaSpec,
-    routes: HashMap<String, TopicRoute>,
+    /// (hashbrown, as the maps below: looked up per message.)
+    routes: hashbrown::HashMap<String, TopicRoute>,
     /// `--kafka-meta`: how each topic's messages are numbered (empty without it).
-    splices: HashMap<String, Splice>,
+    splices: hashbrown::HashMap<String, Splice>,
     stats: Arc<KafkaStats>,
     rt: tokio::runtime::Handle,
     quiet: Quiet,
     inner: Mutex<Inner>,
 }
 
+/// A partition's key borrowed from a message, to look up the maps [`State::gather`] touches for
+/// every message without allocating (it hashes as `(String, i32)` does).
+#[derive(Hash)]
+struct KeyRef<'a>(&'a str, i32);
+
+impl hashbrown::Equivalent<(String, i32)> for KeyRef<'_> {
+    fn equivalent(&self, k: &(String, i32)) -> bool {
+        k.1 == self.1 && k.0 == self.0
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    gathered: HashMap<(String, i32), Gathered>,
+    /// (hashbrown: looked up per message by [`KeyRef`].)
+    gathered: hashbrown::HashMap<(String, i32), Gathered>,
     /// Next offset expected per assigned partition (messages before it are skipped).
-    expect: HashMap<(String, i32), i64>,
+    expect: hashbrown::HashMap<(String, i32), i64>,
     /// Partitions assigned now, with the offset each started at.
-    assigned: HashMap<(String, i32), i64>,
+    assigned: hashbrown::HashMap<(String, i32), i64>,
     /// `--until-end`: the end each assigned partition had when assigned.
     ends: HashMap<(String, i32), i64>,
     /// The highest log sequence number appended.
@@ -477,6 +490,15 @@ impl State {
 
     /// Logs what a partition gathered.
     fn log_gathered(&self, k: &(String, i32), g: Gathered) {
+        if let Some(e) = self
+            .stats
+            .partitions
+            .lock()
+            .expect("not poisoned")
+            .get_mut(k)
+        {
+            e.0 = e.0.max(g.next);
+        }
         let route = &self.routes[&k.0];
         let entry = Entry {
             table: route.table.clone(),
@@ -537,6 +559,29 @@ impl State {
         }
     }
 
+    /// A partition's gathering, begun at `offset` (with the topic's header line, if any).
+    fn new_gathered(&self, topic: &str, route: &TopicRoute, offset: i64) -> Gathered {
+        let mut body = Vec::new();
+        let mut line_offsets = Vec::new();
+        if let Some(c) = &route.columns {
+            let c = match self.splices.get(topic) {
+                Some(s) => s.header(c),
+                None => c.clone(),
+            };
+            body.extend_from_slice(c.as_bytes());
+            body.push(b'\n');
+            line_offsets.push(-1);
+        }
+        Gathered {
+            body,
+            line_offsets,
+            next: offset + 1,
+            first: offset,
+            since: Instant::now(),
+            meta: Vec::new(),
+        }
+    }
+
     /// Adds one message to its partition's gathering; `true` when the entry is full.
     fn gather(
         &self,
@@ -546,51 +591,29 @@ impl State {
         payload: Option<&[u8]>,
         meta: Option<MessageMeta>,
     ) -> bool {
-        let k = key(topic, p);
+        let k = KeyRef(topic, p);
         let mut inner = self.inner.lock().expect("not poisoned");
         if !inner.assigned.contains_key(&k) {
             // Fetched before the partition was revoked: its new owner reads it.
             self.stats.skipped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        if let Some(e) = inner.expect.get(&k) {
-            if offset < *e {
+        match inner.expect.get_mut(&k) {
+            Some(e) if offset < *e => {
                 self.stats.skipped.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
-        }
-        inner.expect.insert(k.clone(), offset + 1);
-        if let Some(e) = self
-            .stats
-            .partitions
-            .lock()
-            .expect("not poisoned")
-            .get_mut(&k)
-        {
-            e.0 = offset + 1;
+            Some(e) => *e = offset + 1,
+            None => {
+                inner.expect.insert(key(topic, p), offset + 1);
+            }
         }
         let route = &self.routes[topic];
-        let g = inner.gathered.entry(k).or_insert_with(|| {
-            let mut body = Vec::new();
-            let mut line_offsets = Vec::new();
-            if let Some(c) = &route.columns {
-                let c = match self.splices.get(topic) {
-                    Some(s) => s.header(c),
-                    None => c.clone(),
-                };
-                body.extend_from_slice(c.as_bytes());
-                body.push(b'\n');
-                line_offsets.push(-1);
-            }
-            Gathered {
-                body,
-                line_offsets,
-                next: offset + 1,
-                first: offset,
-                since: Instant::now(),
-                meta: Vec::new(),
-            }
-        });
+        if !inner.gathered.contains_key(&k) {
+            let g = self.new_gathered(topic, route, offset);
+            inner.gathered.insert(key(topic, p), g);
+        }
+        let g = inner.gathered.get_mut(&k).expect("inserted above");
         g.next = offset + 1;
         match payload {
             Some(b) if !b.is_empty() => {
@@ -769,21 +792,16 @@ pub fn start(
         .spawn(move || {
             let mut last_commit = Instant::now();
             let started = Instant::now();
+            // Messages since gatherings were last checked for their age: at full speed the
+            // checks (a clock read per partition) run every CHECK_EVERY messages, not per
+            // message; when the consumer is idle, at every empty poll.
+            const CHECK_EVERY: u32 = 256;
+            let mut unchecked = 0u32;
             loop {
-                if spec.until_end
-                    && started.elapsed() > Duration::from_secs(60)
-                    && state.inner.lock().expect("not poisoned").ends.is_empty()
-                    && stats.rebalances.load(Ordering::Relaxed) == 0
-                {
-                    state.fail(format!(
-                        "no partition of {} was assigned within 60 s: do the topics exist (kafka-topics.sh --list), and is the broker reachable?",
-                        topics_list
-                    ));
-                    break;
-                }
                 if *stopping.borrow_and_update() || stats.finished.load(Ordering::Relaxed) {
                     break;
                 }
+                let mut idle = false;
                 match consumer.poll(Duration::from_millis(10)) {
                     Some(Ok(m)) => {
                         let meta = spec.meta.any().then(|| message_meta(&m));
@@ -798,6 +816,7 @@ pub fn start(
                         }
                     }
                     None => {
+                        idle = true;
                         if spec.until_end {
                             // Transaction markers and compacted-away records leave gaps the
                             // messages never show: the fetch position says where we are.
@@ -806,6 +825,22 @@ pub fn start(
                             }
                         }
                     }
+                }
+                unchecked += 1;
+                if !idle && unchecked < CHECK_EVERY {
+                    continue;
+                }
+                unchecked = 0;
+                if spec.until_end
+                    && started.elapsed() > Duration::from_secs(60)
+                    && state.inner.lock().expect("not poisoned").ends.is_empty()
+                    && stats.rebalances.load(Ordering::Relaxed) == 0
+                {
+                    state.fail(format!(
+                        "no partition of {} was assigned within 60 s: do the topics exist (kafka-topics.sh --list), and is the broker reachable?",
+                        topics_list
+                    ));
+                    break;
                 }
                 state.log_due(false, spec.entry_bytes);
                 if last_commit.elapsed() >= Duration::from_millis(500) {

@@ -858,6 +858,86 @@ fn export_avro_reads_back_with_fastavro() {
     }
     let schema_files = std::fs::read_dir(&schemas).unwrap().count();
     assert_eq!(schema_files, 2, "one schema per table");
+
+    // The Confluent wire format, with the schema registered in a real registry (Apicurio, by
+    // scripts/registry.sh), read back by fastavro with the schema the registry returns.
+    let registry = match Command::new("bash")
+        .arg(root().join("scripts/registry.sh"))
+        .arg("start")
+        .output()
+    {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string(),
+        other => {
+            silt_testkit::skip::<()>(&format!(
+                "no schema registry (scripts/registry.sh): {other:?}"
+            ));
+            return;
+        }
+    };
+    let t = topic("avro-registry", 2);
+    let sql = "SELECT * FROM suricata.alert";
+    for _ in 0..2 {
+        let out = common::silt(&[
+            "export",
+            "--lake",
+            p(&lake),
+            "--kafka",
+            &broker,
+            "--topic",
+            &t,
+            "--message-format",
+            "avro",
+            "--schema-registry",
+            &registry,
+            sql,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let n: u64 = scalar(&lake, "SELECT count(*) FROM suricata.alert")
+        .parse()
+        .unwrap();
+    let lines = client(
+        &py,
+        &[
+            "consume-avro",
+            &broker,
+            &t,
+            &(2 * n).to_string(),
+            "--registry",
+            &registry,
+        ],
+    );
+    let msgs: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(msgs.len() as u64, 2 * n);
+    let ids: std::collections::HashSet<u64> =
+        msgs.iter().map(|m| m["id"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ids.len(),
+        1,
+        "the same schema keeps its registry id: {ids:?}"
+    );
+    let flow_ids: u128 = msgs
+        .iter()
+        .map(|m| m["value"]["flow_id"].as_u64().unwrap() as u128)
+        .sum();
+    assert_eq!(
+        flow_ids.to_string(),
+        scalar(
+            &lake,
+            "SELECT 2 * sum(CAST(flow_id AS DECIMAL(38,0))) FROM suricata.alert"
+        )
+    );
 }
 
 /// `silt serve --to-kafka`: rows ingested over HTTP, enriched by a transform, go to a topic
