@@ -201,6 +201,9 @@ pub fn start(
                 gen_tx,
                 to_kafka,
                 said: Default::default(),
+                produced: Vec::new(),
+                produced_bytes: 0,
+                undelivered: 0,
             };
             for r in replayed {
                 ing.record(r);
@@ -234,6 +237,13 @@ struct Ingest {
     to_kafka: Option<(silt_kafka::export::TopicSink, HashMap<TableName, String>)>,
     /// Warnings given once per run.
     said: std::collections::HashSet<String>,
+    /// `--to-kafka`: the batches produced since the last seal (and their size), kept until the
+    /// producer says whether every message was delivered: if not, the seal writes them to the
+    /// lake instead, so that no acknowledged event is lost (at least once).
+    produced: Vec<(TableName, RecordBatch)>,
+    produced_bytes: usize,
+    /// Messages failed or unacknowledged as of the last seal.
+    undelivered: u64,
 }
 
 impl Ingest {
@@ -333,6 +343,9 @@ impl Ingest {
                         self.stats
                             .events
                             .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                        // Held until the seal learns whether Kafka acknowledged them.
+                        self.produced_bytes += b.get_array_memory_size();
+                        self.produced.push((t, b));
                         continue;
                     }
                 }
@@ -392,7 +405,7 @@ impl Ingest {
         };
         let asked = self.stats.seal_upto.load(Ordering::Relaxed);
         let due = now
-            || self.gen.bytes >= self.cfg.flush_bytes
+            || self.gen.bytes + self.produced_bytes >= self.cfg.flush_bytes
             || started.elapsed() >= self.cfg.flush_age
             || (asked > self.sealed_upto && self.gen.upto >= asked);
         if !due {
@@ -415,6 +428,28 @@ impl Ingest {
                 .produce_acked
                 .store(p.acknowledged, Ordering::Relaxed);
             self.stats.produce_failed.store(p.failed, Ordering::Relaxed);
+            let unknown = p.messages.saturating_sub(p.acknowledged + p.failed);
+            let undelivered = p.failed + unknown;
+            let produced = std::mem::take(&mut self.produced);
+            self.produced_bytes = 0;
+            if undelivered > self.undelivered && !produced.is_empty() {
+                let rows: usize = produced.iter().map(|(_, b)| b.num_rows()).sum();
+                tracing::error!(
+                    "--to-kafka: {} messages were not delivered ({}); the {rows} rows routed to Kafka since the last flush are written to the lake instead (some may be in Kafka as well)",
+                    undelivered - self.undelivered,
+                    p.first_error.as_deref().unwrap_or("no acknowledgement within 60 s")
+                );
+                for (t, b) in produced {
+                    let bytes = b.get_array_memory_size();
+                    self.gen.bytes += bytes;
+                    self.stats
+                        .memory_bytes
+                        .fetch_add(bytes as u64, Ordering::Relaxed);
+                    self.live.push(self.gen.id, &t, b.clone());
+                    self.gen.batches.push((t, b));
+                }
+            }
+            self.undelivered = undelivered;
         }
         let sealed = std::mem::replace(&mut self.gen, next);
         self.sealed_upto = sealed.upto;

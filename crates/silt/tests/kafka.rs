@@ -940,6 +940,89 @@ fn export_avro_reads_back_with_fastavro() {
     );
 }
 
+/// `silt serve --to-kafka` whose messages cannot be delivered (no broker there): the rows are
+/// not lost, they go to the lake at the next flush, and the log says why.
+#[test]
+fn to_kafka_undelivered_rows_go_to_the_lake() {
+    let d = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // A port nothing listens on.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = d.path().join("a.log");
+    let lake = d.path().join("lake");
+    let a = Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args([
+            "serve",
+            "--lake",
+            p(&lake),
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--kafka",
+            &format!("127.0.0.1:{nobody}"),
+            "--kafka-option",
+            "message.timeout.ms=2000",
+            "--to-kafka",
+            "app.events=nowhere",
+            "--flush-age",
+            "1s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let body: String = (0..300).map(|i| format!("{{\"id\":{i}}}\n")).collect();
+    let body_file = d.path().join("body.ndjson");
+    std::fs::write(&body_file, &body).unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        let r = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+                "Content-Type: application/x-ndjson",
+                "--data-binary",
+                &format!("@{}", p(&body_file)),
+                &format!("http://127.0.0.1:{port}/v1/ingest/app.events"),
+            ])
+            .output()
+            .unwrap();
+        let code = String::from_utf8_lossy(&r.stdout).to_string();
+        if code == "200" || t0.elapsed() > Duration::from_secs(30) {
+            break code;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
+    // Delivery fails after 2 s; the flush after that writes the rows to the lake.
+    let t0 = Instant::now();
+    while !lake.join("app.events").exists() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop(a);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("were not delivered"), "{text}");
+    assert_eq!(
+        scalar(
+            &lake,
+            "SELECT count(*) || '/' || count(DISTINCT id) FROM app.events"
+        ),
+        "300/300",
+        "{text}"
+    );
+}
+
 /// `silt serve --to-kafka`: rows ingested over HTTP, enriched by a transform, go to a topic
 /// instead of the lake; a consumer of the topic gets every one.
 #[test]
