@@ -3,7 +3,7 @@
 # Zeek conn JSON (real-derived) and RASP-style netdata CSV, against DuckDB converting the same
 # records from a file in the same run; then two processes of one group against one
 # (bench/kafka_bench.py; docs/kafka.md). Starts the broker with scripts/kafka.sh.
-#   bench/kafka.sh [--conn 1000000] [--netdata 2000000]
+#   bench/kafka.sh [--conn 1000000] [--netdata 2000000] [--skip-ingest] [--rasp-direct]
 #   SILT=path/to/silt bench/kafka.sh ...     # use this binary, skip the build
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -139,7 +139,9 @@ def free_port():
     return p
 
 
-def rasp(a, d, run):
+def rasp(a, d, run, direct=False):
+    """The RASP pipeline; `direct`: its shortest form, one `silt serve` taking sFlow, enriching
+    and writing the lake it answers queries on (no Kafka hop)."""
     import socket, threading
     corpus = os.environ.get("SILT_CORPUS") or os.path.join(ROOT, "..", "shared", "corpus")
     mm = os.path.join(corpus, "mmdb")
@@ -151,20 +153,28 @@ def rasp(a, d, run):
     sh(gen)
     dgrams = pcap_datagrams(cap)
     samples_per = max(1, round(a.rasp_rate * a.rasp_seconds * 3 / len(dgrams)))
-    topic = f"rasp-{run}"
-    sh(["bash", os.path.join(ROOT, "scripts/kafka.sh"), "topic", topic, "6"])
+    topic = f"rasp-{run}-{int(direct)}"
     sport, hport = free_port(), free_port()
-    logs = [open(os.path.join(d, f"{n}.log"), "w") for n in "ab"]
-    A = subprocess.Popen([a.silt, "serve", "--lake", os.path.join(d, "rasp-a"), "--http", "none",
-                          "--sflow", f"udp://127.0.0.1:{sport}", "--enrich", "asn,geo",
-                          "--mmdb", os.path.join(mm, "GeoLite2-ASN-Test.mmdb"),
-                          "--mmdb", os.path.join(mm, "GeoLite2-City-Test.mmdb"),
-                          "--kafka", a.broker, "--to-kafka", f"sflow.sample={topic}",
-                          "--flush-age", "1s"], stderr=logs[0], stdout=subprocess.DEVNULL)
-    B = subprocess.Popen([a.silt, "serve", "--lake", os.path.join(d, "rasp-b"), "--http",
-                          f"127.0.0.1:{hport}", "--kafka", a.broker, "--group", f"rasp-{run}",
-                          "--topic", f"{topic}=json:rasp.samples", "--flush-age", "1s"],
-                         stderr=logs[1], stdout=subprocess.DEVNULL)
+    logs = [open(os.path.join(d, f"{n}{int(direct)}.log"), "w") for n in "ab"]
+    enrich = ["--sflow", f"udp://127.0.0.1:{sport}", "--enrich", "asn,geo",
+              "--mmdb", os.path.join(mm, "GeoLite2-ASN-Test.mmdb"),
+              "--mmdb", os.path.join(mm, "GeoLite2-City-Test.mmdb"), "--flush-age", "1s"]
+    if direct:
+        table = "sflow.sample"
+        procs = [subprocess.Popen([a.silt, "serve", "--lake", os.path.join(d, "rasp-direct"),
+                                   "--http", f"127.0.0.1:{hport}", *enrich],
+                                  stderr=logs[0], stdout=subprocess.DEVNULL)]
+    else:
+        table = "rasp.samples"
+        sh(["bash", os.path.join(ROOT, "scripts/kafka.sh"), "topic", topic, "6"])
+        procs = [
+            subprocess.Popen([a.silt, "serve", "--lake", os.path.join(d, "rasp-a"), "--http",
+                              "none", *enrich, "--kafka", a.broker, "--to-kafka",
+                              f"sflow.sample={topic}"], stderr=logs[0], stdout=subprocess.DEVNULL),
+            subprocess.Popen([a.silt, "serve", "--lake", os.path.join(d, "rasp-b"), "--http",
+                              f"127.0.0.1:{hport}", "--kafka", a.broker, "--group", f"rasp-{run}",
+                              "--topic", f"{topic}=json:rasp.samples", "--flush-age", "1s"],
+                             stderr=logs[1], stdout=subprocess.DEVNULL)]
     try:
         for _ in range(300):
             try:
@@ -181,7 +191,7 @@ def rasp(a, d, run):
         visible = {}
 
         def poll():
-            q = b"SELECT agent, max(datagram_seq) AS s, count(*) AS n FROM rasp.samples GROUP BY agent"
+            q = f"SELECT agent, max(datagram_seq) AS s, count(*) AS n FROM {table} GROUP BY agent".encode()
             while not stop.is_set():
                 try:
                     rows = json.loads(http(f"http://127.0.0.1:{hport}/v1/query", q))
@@ -236,14 +246,16 @@ def rasp(a, d, run):
         took = last_change - t1
         stop.set()
     finally:
-        for p in (A, B):
+        for p in procs:
             p.terminate()
-        for p in (A, B):
+        for p in procs:
             p.wait(timeout=120)
     if not lat:
         sys.exit("rasp: no datagram became visible; see " + d)
     p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-    print(f"RASP pipeline (sFlow -> serve A, enrich asn+geo -> Kafka -> serve B -> lake), "
+    what = ("the shortest pipeline: sFlow -> one serve, enrich asn+geo -> its lake and query API"
+            if direct else "sFlow -> serve A, enrich asn+geo -> Kafka -> serve B -> lake")
+    print(f"RASP pipeline ({what}), "
           f"~{samples_per} samples per datagram, packets "
           f"{'of ' + os.path.basename(a.rasp_from_pcap) if a.rasp_from_pcap else 'generated'}:")
     print(f"  steady {per_s * samples_per:,} samples/s for {a.rasp_seconds} s: {len(lat):,} of "
@@ -267,12 +279,16 @@ def main():
     ap.add_argument("--rasp-from-pcap", default=None,
                     help="sample this capture's packets (real-derived) instead of generated traffic")
     ap.add_argument("--skip-ingest", action="store_true", help="only the RASP pipeline")
+    ap.add_argument("--rasp-direct", action="store_true",
+                    help="also measure the shortest pipeline: one serve, sFlow -> enrich -> lake")
     a = ap.parse_args()
     py = sys.executable
     run = f"{os.getpid()}-{int(time.time())}"
     with tempfile.TemporaryDirectory(prefix="silt-bench-kafka-") as d:
         if a.rasp_seconds > 0:
             rasp(a, d, run)
+            if a.rasp_direct:
+                rasp(a, d, run, direct=True)
         if a.skip_ingest:
             return
         conn, net = os.path.join(d, "conn.json"), os.path.join(d, "netdata.csv")

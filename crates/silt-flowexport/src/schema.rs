@@ -393,10 +393,14 @@ pub struct FlowRow {
 }
 
 fn addr_col<'a, I: Iterator<Item = Option<&'a IpAddr>>>(it: I) -> ArrayRef {
-    Arc::new(
-        it.map(|a| a.map(|a| a.to_string()))
-            .collect::<StringArray>(),
-    )
+    let mut b = arrow::array::StringBuilder::new();
+    for a in it {
+        match a {
+            Some(a) => silt_pcap::schema::write_addr(&mut b, *a),
+            None => b.append_null(),
+        }
+    }
+    Arc::new(b.finish())
 }
 
 fn ts_col<I: Iterator<Item = Option<i64>>>(it: I) -> ArrayRef {

@@ -21,7 +21,12 @@
 //!
 //! [`DelimitedDecoder`] is the decoder: records may span lines inside quotes and straddle any
 //! two pieces it is fed; between pieces it holds only the fields of the unfinished row and the
-//! batch being built. [`CSV_FORMAT`] and [`TSV_FORMAT`] declare the formats `csv` and `tsv`.
+//! batch being built. Accepted rows go straight into the sink's columns (the columnar path,
+//! [`crate::text_columns`], hand-written because this is the hot path of `silt import csv`)
+//! unless the sink keeps the general path of one `Value` record per row (under `--schema`, or
+//! with a column or the time field named `_unparsed`: see [`Sink::start_text_columns`]); both
+//! give the same batches (`tests/csv_columns.rs`). [`CSV_FORMAT`] and [`TSV_FORMAT`] declare the
+//! formats `csv` and `tsv`.
 //! Touches nothing but the bytes it is fed and `out`.
 
 use csv_core::ReadRecordResult;
@@ -320,6 +325,10 @@ pub struct DelimitedDecoder {
     delim: u8,
     no_header: bool,
     names: Option<Vec<String>>,
+    /// Rows may go to the sink's columnar path ([`DelimitedDecoder::use_columns`]).
+    columnar: bool,
+    /// They do: the sink took that path when the column names were known.
+    fast: bool,
     /// Bytes parsed when the previous row ended.
     last_byte: u64,
     /// Bytes of a byte-order mark seen at the start so far, and whether that is decided.
@@ -345,10 +354,23 @@ impl DelimitedDecoder {
             delim,
             no_header: lo.no_header,
             names: None,
+            columnar: true,
+            fast: false,
             last_byte: 0,
             bom_seen: 0,
             bom_done: false,
         })
+    }
+
+    /// Whether accepted rows go straight into the sink's columns (`true`, the default; the sink
+    /// decides where that is possible, see [`Sink::start_text_columns`]) or each through a
+    /// `Value` record ([`Sink::push`], the general path). Both give the same batches; the
+    /// `Value` path is kept callable for the test that checks it and for the benchmark
+    /// (`tests/csv_bench.rs`). Takes effect only before the first row.
+    pub fn use_columns(&mut self, on: bool) {
+        if self.names.is_none() {
+            self.columnar = on;
+        }
     }
 
     fn parse(&mut self, mut input: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
@@ -393,6 +415,7 @@ impl DelimitedDecoder {
             };
             self.sink
                 .decide_time_from_names(n.iter().map(String::as_str));
+            self.fast = self.columnar && self.sink.start_text_columns(&n);
             self.names = Some(n);
             if !self.no_header {
                 return Ok(());
@@ -402,6 +425,26 @@ impl DelimitedDecoder {
         if rows.len() != names.len() {
             let reason = format!("expected {} fields, found {}", names.len(), rows.len());
             return self.sink.reject(out, line, reason, rows.raw(self.delim));
+        }
+        if self.fast {
+            // The columnar path (the hot one: see `crate::text_columns`): the row's field
+            // bytes as they are. The whole row valid UTF-8 and each field end a character
+            // boundary is each field valid UTF-8; otherwise the field-by-field check finds the
+            // first bad field for the reason.
+            let ends = &rows.ends[..rows.endlen];
+            let data = &rows.fields[..ends.last().copied().unwrap_or(0)];
+            let valid = std::str::from_utf8(data)
+                .is_ok_and(|t| ends.iter().all(|&e| t.is_char_boundary(e)));
+            if !valid {
+                for (name, f) in names.iter().zip(rows.iter()) {
+                    if let Err(e) = std::str::from_utf8(f) {
+                        let reason =
+                            format!("field {name}: invalid UTF-8 at byte {}", e.valid_up_to());
+                        return self.sink.reject(out, line, reason, rows.raw(self.delim));
+                    }
+                }
+            }
+            return self.sink.push_text_row(data, ends, row_bytes, out);
         }
         let mut o: Vec<(String, Value)> = Vec::with_capacity(names.len());
         for (name, f) in names.iter().zip(rows.iter()) {

@@ -12,6 +12,8 @@
 //!   inference (the EVE rules of `silt_readers::json`) or conformance to a schema, rejects;
 //! - [`time`]: which field is the event time and how its values become UTC microseconds;
 //! - [`schema_file`]: Avro / BigQuery schemas to Arrow, and conforming records to them;
+//! - [`text_columns`]: CSV/TSV rows straight into Arrow columns, typed as [`sink::retype_text`]
+//!   types them (the sink's fast path for those formats);
 //! - [`lines`]: the decoder of the line-based formats (NDJSON, Docker, LTSV, syslog) on
 //!   `silt_core::decode::LineFramer`.
 //!
@@ -33,6 +35,7 @@ pub mod ndjson;
 pub mod schema_file;
 pub mod sink;
 pub mod syslog;
+pub mod text_columns;
 pub mod time;
 
 use std::io::BufRead;

@@ -5,7 +5,8 @@
 //!   whose rules are the EVE rules (int+float -> float, scalar+list -> list, other conflicts ->
 //!   text); JSON text ([`Sink::push_json`]) is parsed straight into its columns, without a
 //!   `Value` per record; for text-only formats (CSV, TSV, LTSV) each batch's string values are
-//!   first typed column by column with [`retype_text`]; or
+//!   first typed column by column with [`retype_text`] (CSV and TSV rows skip the `Value`s:
+//!   [`Sink::start_text_columns`], [`crate::text_columns`]); or
 //! - **conforms** every record to a target schema (`--schema`, or an Avro file's own schema)
 //!   with [`crate::schema_file::conform_record`]; a record that does not fit is rejected with the
 //!   field and the reason, and reading goes on.
@@ -27,6 +28,7 @@ use silt_readers::json::{attach_unparsed, build::build_batch, ColumnBatcher, Val
 
 use crate::lines::json_error_reason;
 use crate::schema_file::{conform_record, ConformOptions, TargetSchema};
+use crate::text_columns::TextColumns;
 use crate::time::{self, TimeUnit};
 use crate::LogOptions;
 
@@ -48,6 +50,9 @@ pub struct Sink {
     batcher: Option<ColumnBatcher>,
     /// Records waiting for the batch: under a schema, and for text formats (typed per batch).
     rows: Vec<Value>,
+    /// The columnar path of CSV/TSV rows ([`Sink::start_text_columns`]), which replaces `rows`
+    /// and `batcher` when it is taken.
+    text_columns: Option<TextColumns>,
     bytes: usize,
     emitted: u64,
 }
@@ -75,6 +80,7 @@ impl Sink {
             target: None,
             batcher: None,
             rows: Vec::new(),
+            text_columns: None,
             bytes: 0,
             emitted: 0,
         };
@@ -119,6 +125,51 @@ impl Sink {
         }
         self.time_field = time::choose_name(names, self.explicit_time.as_deref());
         self.decided = true;
+    }
+
+    /// Takes the columnar path for rows of text fields named `names` (CSV/TSV after the
+    /// header and [`Sink::decide_time_from_names`], before any row): [`Sink::push_text_row`]
+    /// then gives exactly the batches [`Sink::push`] of a `Value::Object` of `Value::Str`s per
+    /// row gives (see [`crate::text_columns`]). `false`, and the `Value` path stays, where that
+    /// equivalence is not simple: under a schema (`--schema`: records are conformed to it), for
+    /// a format that is not text, once records were pushed, when the time field is not decided,
+    /// and when a column or the time field is named `_unparsed` (the column where the original
+    /// of a time that does not parse is kept).
+    pub fn start_text_columns(&mut self, names: &[String]) -> bool {
+        use silt_readers::json::UNPARSED_COLUMN;
+        let simple = self.text
+            && self.decided
+            && self.target.is_none()
+            && self.batcher.is_none()
+            && self.rows.is_empty()
+            && self.text_columns.is_none()
+            && self.time_field.as_deref() != Some(UNPARSED_COLUMN)
+            && names.iter().all(|n| n != UNPARSED_COLUMN);
+        if simple {
+            self.text_columns = Some(TextColumns::new(
+                names,
+                self.time_field.as_deref(),
+                self.unit,
+            ));
+        }
+        simple
+    }
+
+    /// Takes one row on the columnar path ([`Sink::start_text_columns`]): `data` holds its
+    /// fields one after the other, field `i` ending at `ends[i]`, one field per name, each
+    /// valid UTF-8; `bytes` is the row's input size.
+    pub fn push_text_row(
+        &mut self,
+        data: &[u8],
+        ends: &[usize],
+        bytes: usize,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        let Some(tc) = self.text_columns.as_mut() else {
+            anyhow::bail!("push_text_row without start_text_columns");
+        };
+        tc.push(data, ends)?;
+        self.buffered(bytes, out)
     }
 
     fn finish_schema(&self, s: Schema, time_field: Option<&str>) -> Schema {
@@ -256,7 +307,9 @@ impl Sink {
     /// Counts a buffered record's input bytes and flushes when the batch is full.
     fn buffered(&mut self, bytes: usize, out: &mut dyn Emit) -> anyhow::Result<()> {
         self.bytes += bytes;
-        let rows = self.rows.len() + self.batcher.as_ref().map_or(0, ColumnBatcher::len);
+        let rows = self.rows.len()
+            + self.batcher.as_ref().map_or(0, ColumnBatcher::len)
+            + self.text_columns.as_ref().map_or(0, TextColumns::len);
         if rows >= self.batch_rows || self.bytes >= MAX_BUFFERED_BYTES {
             self.flush(out)?;
         }
@@ -289,6 +342,9 @@ impl Sink {
 
     /// Emits the buffered records as one batch.
     pub fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        if self.text_columns.is_some() {
+            return self.flush_text_columns(out);
+        }
         if self.rows.is_empty() && self.batcher.as_ref().is_none_or(ColumnBatcher::is_empty) {
             return Ok(());
         }
@@ -329,6 +385,36 @@ impl Sink {
         out.batch(&self.table, batch)
     }
 
+    /// [`Sink::flush`] on the columnar path; the same schema metadata.
+    fn flush_text_columns(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let Some(tc) = self.text_columns.as_mut() else {
+            return Ok(());
+        };
+        if tc.len() == 0 {
+            return Ok(());
+        }
+        let bytes = std::mem::take(&mut self.bytes);
+        let tf = self.time_field.as_deref();
+        let table = &self.table;
+        let finish = |s: Schema| {
+            let mut md = s.metadata().clone();
+            md.insert(meta::TABLE.to_string(), table.to_string());
+            if let Some(t) = tf.filter(|t| s.field_with_name(t).is_ok()) {
+                md.insert(meta::TIME_COLUMN.to_string(), t.to_string());
+            }
+            s.with_metadata(md)
+        };
+        let Some(batch) = tc
+            .flush(&finish)
+            .with_context(|| format!("{}: building a batch", self.source.display))?
+        else {
+            return Ok(());
+        };
+        self.emitted += batch.num_rows() as u64;
+        out.table_bytes(&self.table, bytes as u64);
+        out.batch(&self.table, batch)
+    }
+
     /// Records emitted so far (in batches handed to `out`).
     pub fn emitted(&self) -> u64 {
         self.emitted
@@ -354,7 +440,7 @@ pub fn kind(v: &Value) -> &'static str {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TextType {
+pub(crate) enum TextType {
     Null,
     Bool,
     Int,
@@ -363,7 +449,7 @@ enum TextType {
     Text,
 }
 
-fn classify(s: &str) -> TextType {
+pub(crate) fn classify(s: &str) -> TextType {
     if s.is_empty() {
         return TextType::Null;
     }
@@ -395,7 +481,7 @@ fn classify(s: &str) -> TextType {
     TextType::Text
 }
 
-fn merge(a: TextType, b: TextType) -> TextType {
+pub(crate) fn merge(a: TextType, b: TextType) -> TextType {
     use TextType::*;
     match (a, b) {
         (x, y) if x == y => x,

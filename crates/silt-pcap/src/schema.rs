@@ -288,7 +288,73 @@ impl PacketColumns {
 
 /// Canonical address text (what `silt_core::addr::canonical_addr` produces: `Display` of
 /// `IpAddr`), formatted straight into the column's value buffer instead of via a `String`.
+/// IPv4 is formatted by hand: `Display` went through the formatting machinery per octet, about
+/// 6 % of `silt import sflow --enrich` (perf, bench/kafka.sh's RASP pipeline).
 pub fn write_addr(b: &mut StringBuilder, a: IpAddr) {
-    let _ = write!(b, "{a}");
-    b.append_value("");
+    match a {
+        IpAddr::V4(v4) => {
+            let mut buf = [0u8; 15];
+            let mut n = 0;
+            for (i, o) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    buf[n] = b'.';
+                    n += 1;
+                }
+                if o >= 100 {
+                    buf[n] = b'0' + o / 100;
+                    n += 1;
+                }
+                if o >= 10 {
+                    buf[n] = b'0' + o / 10 % 10;
+                    n += 1;
+                }
+                buf[n] = b'0' + o % 10;
+                n += 1;
+            }
+            b.append_value(std::str::from_utf8(&buf[..n]).expect("ASCII digits and dots"));
+        }
+        IpAddr::V6(_) => {
+            let _ = write!(b, "{a}");
+            b.append_value("");
+        }
+    }
+}
+
+#[cfg(test)]
+mod addr_tests {
+    use super::*;
+
+    #[test]
+    fn write_addr_is_display() {
+        let mut b = StringBuilder::new();
+        let addrs: Vec<IpAddr> = [
+            "0.0.0.0",
+            "255.255.255.255",
+            "10.0.9.100",
+            "1.20.199.9",
+            "::1",
+            "2001:db8::ff00:42:8329",
+            "::ffff:1.2.3.4",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        for a in &addrs {
+            write_addr(&mut b, *a);
+        }
+        let arr = b.finish();
+        for (i, a) in addrs.iter().enumerate() {
+            assert_eq!(arr.value(i), a.to_string());
+        }
+        // Every octet value.
+        let mut b = StringBuilder::new();
+        for o in 0..=255u8 {
+            write_addr(&mut b, IpAddr::from([o, 255 - o, o / 3, 7]));
+        }
+        let arr = b.finish();
+        for o in 0..=255u8 {
+            let a = IpAddr::from([o, 255 - o, o / 3, 7]);
+            assert_eq!(arr.value(o as usize), a.to_string());
+        }
+    }
 }
