@@ -588,6 +588,93 @@ fn json_inference_for_unknown_fields() {
 }
 
 #[test]
+fn json_repeated_escaped_and_reordered_keys() {
+    // As in a `serde_json::Map`: a repeated key keeps its first position and its last value
+    // (one value per row, even for `_path`); `_path` may be anywhere; escaped keys are the
+    // names they spell; key order may change from record to record.
+    let data = r#"{"ts":1.5,"uid":"A","uid":"B","x":1,"x":"two","_path":"conn"}
+{"u\u0069d":"C","_path":"conn","id.orig_p":80,"t\u0073":2.5}
+{"id.orig_p":"bad","_path":"conn","id.orig_p":81,"uid":"D","ts":3}
+{"uid":"E","id.orig_p":82,"id.orig_p":"bad"}
+{"_path":"dns","_path":"conn","ts":4,"uid":"F"}
+{"_path":5,"_path":"conn","uid":"G"}
+{"_path":"conn","_path":5,"uid":"H"}
+"#;
+    let out = j(data);
+    let got: Vec<(u64, &str)> = out
+        .rejects
+        .iter()
+        .map(|r| (r.line, r.reason.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (4, "field \"id.orig_p\" (port): expected port, got \"bad\""),
+            (7, "\"_path\" must be a non-empty string, got 5"),
+        ]
+    );
+    assert_eq!(out.batches.len(), 1, "{:?}", out.batches.keys());
+    let r = table_rows(&out, "zeek.conn");
+    let uids: Vec<&Cell> = r.iter().map(|r| &r["uid"]).collect();
+    assert_eq!(uids, [&s("B"), &s("C"), &s("D"), &s("F"), &s("G")]);
+    assert_eq!(r[0]["x"], s("two"));
+    assert_eq!(r[1]["x"], Cell::Null);
+    assert_eq!(r[0]["ts"], Cell::Ts(1_500_000));
+    assert_eq!(r[1]["ts"], Cell::Ts(2_500_000));
+    assert_eq!(r[1]["id.orig_p"], Cell::U(80));
+    assert_eq!(r[2]["id.orig_p"], Cell::U(81));
+    assert_eq!(r[3]["id.orig_p"], Cell::Null);
+    // Unknown columns come in order of first appearance after the known ones.
+    let b = &out.batches[&TableName::new("zeek", "conn")][0];
+    let names: Vec<String> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["ts", "uid", "id", "x"]);
+}
+
+#[test]
+fn json_rejected_record_takes_its_new_columns_with_it() {
+    // Line 2 introduces typed and inferred columns, then fails on a later field: the batch is
+    // as if the line had never been there, and the next record with the same keys in the same
+    // order (the column hints of line 2 point at columns that are gone) is read normally.
+    let data = r#"{"_path":"conn","ts":1,"uid":"A"}
+{"_path":"conn","ts":2,"new1":1,"orig_bytes":5,"new2":"s","uid":"B","id.orig_p":-1}
+{"_path":"conn","ts":3,"new3":true,"orig_bytes":6,"uid":"C"}
+{"_path":"conn","ts":4,"new1":1,"orig_bytes":7,"new2":"s","uid":"D","id.orig_p":1}
+"#;
+    let out = json(data.as_bytes(), &source_named("conn.json"), 2);
+    assert_eq!(out.rejects.len(), 1);
+    assert_eq!(out.rejects[0].line, 2);
+    assert_eq!(out.rejects[0].table, Some(TableName::new("zeek", "conn")));
+    let bs = &out.batches[&TableName::new("zeek", "conn")];
+    let names = |i: usize| -> Vec<String> {
+        bs[i]
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    };
+    assert_eq!(names(0), ["ts", "uid", "orig_bytes", "new3"]);
+    // Columns stay once seen in a stream (`new3` is null in the second batch).
+    assert_eq!(
+        names(1),
+        ["ts", "uid", "id", "orig_bytes", "new3", "new1", "new2"]
+    );
+    let r = rows(bs);
+    let uids: Vec<&Cell> = r.iter().map(|r| &r["uid"]).collect();
+    assert_eq!(uids, [&s("A"), &s("C"), &s("D")]);
+    assert_eq!(r[0]["orig_bytes"], Cell::Null);
+    assert_eq!(r[1]["orig_bytes"], Cell::I(6));
+    assert_eq!(r[2]["orig_bytes"], Cell::I(7));
+    assert_eq!(r[2]["new2"], s("s"));
+    assert_eq!(r[2]["id.orig_p"], Cell::U(1));
+}
+
+#[test]
 fn tsv_and_json_agree_on_hand_written_log() {
     let tsv_data = "#separator \\x09
 #set_separator\t,
