@@ -123,6 +123,59 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     BROKER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `src` (gzip) unzipped to `dst` (client.py sends lines of a plain file).
+fn gunzip(src: &Path, dst: &Path) {
+    use std::io::Read;
+    let mut s = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(src).unwrap())
+        .read_to_end(&mut s)
+        .unwrap();
+    std::fs::write(dst, s).unwrap();
+}
+
+/// Every reject the lake keeps (`_rejects/*/*`), as JSON.
+fn lake_rejects(lake: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_dir(lake.join("_rejects"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .flat_map(|f| {
+            std::fs::read_to_string(f.unwrap().path())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// POSTs the NDJSON file `body` to a server's `/v1/ingest/TABLE` until it answers 200 (it may
+/// still be starting), at most 30 s; returns the last status.
+fn post_ndjson(port: u16, table: &str, body: &Path) -> String {
+    let t0 = Instant::now();
+    loop {
+        let r = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+                "Content-Type: application/x-ndjson",
+                "--data-binary",
+                &format!("@{}", p(body)),
+                &format!("http://127.0.0.1:{port}/v1/ingest/{table}"),
+            ])
+            .output()
+            .unwrap();
+        let code = String::from_utf8_lossy(&r.stdout).to_string();
+        if code == "200" || t0.elapsed() > Duration::from_secs(30) {
+            return code;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn every_reader_through_compressed_topics_and_a_poison_message() {
     let _g = lock();
@@ -136,14 +189,7 @@ fn every_reader_through_compressed_topics_and_a_poison_message() {
     let d = tempfile::tempdir().unwrap();
     // Zeek JSON unzipped (client.py sends lines of a plain file).
     let conn_json = d.path().join("conn.json");
-    {
-        use std::io::Read;
-        let mut s = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(&conn).unwrap())
-            .read_to_end(&mut s)
-            .unwrap();
-        std::fs::write(&conn_json, s).unwrap();
-    }
+    gunzip(&conn, &conn_json);
     // RASP-style netdata rows (no header) and generic records for msgpack.
     let netdata = d.path().join("netdata.csv");
     let mut rows = String::new();
@@ -261,17 +307,7 @@ fn every_reader_through_compressed_topics_and_a_poison_message() {
     );
     // The poison message: rejected with its topic, partition and offset; everything after it
     // in its partition arrived (the counts above).
-    let rejects: Vec<serde_json::Value> = std::fs::read_dir(lake.join("_rejects"))
-        .unwrap()
-        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
-        .flat_map(|f| {
-            std::fs::read_to_string(f.unwrap().path())
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let rejects = lake_rejects(&lake);
     assert_eq!(rejects.len(), 1, "{rejects:?}");
     let r = &rejects[0];
     assert!(
@@ -454,17 +490,7 @@ fn message_attributes_as_columns() {
         "every EVE row has its own message's attributes"
     );
     // The poison message's reject holds the bytes that were sent.
-    let rejects: Vec<serde_json::Value> = std::fs::read_dir(lake.join("_rejects"))
-        .unwrap()
-        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
-        .flat_map(|f| {
-            std::fs::read_to_string(f.unwrap().path())
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let rejects = lake_rejects(&lake);
     assert_eq!(rejects.len(), 1, "{rejects:?}");
     assert_eq!(rejects[0]["raw"], "{\"broken", "{}", rejects[0]);
 
@@ -754,14 +780,7 @@ fn export_avro_reads_back_with_fastavro() {
     let d = tempfile::tempdir().unwrap();
     let lake = d.path().join("lake");
     let conn_json = d.path().join("conn.json");
-    {
-        use std::io::Read;
-        let mut s = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(&conn).unwrap())
-            .read_to_end(&mut s)
-            .unwrap();
-        std::fs::write(&conn_json, s).unwrap();
-    }
+    gunzip(&conn, &conn_json);
     ok(&["import", "suricata", p(&eve), "--lake", p(&lake), "--quiet"]);
     ok(&[
         "import",
@@ -981,29 +1000,7 @@ fn to_kafka_undelivered_rows_go_to_the_lake() {
     let body: String = (0..300).map(|i| format!("{{\"id\":{i}}}\n")).collect();
     let body_file = d.path().join("body.ndjson");
     std::fs::write(&body_file, &body).unwrap();
-    let t0 = Instant::now();
-    let status = loop {
-        let r = Command::new("curl")
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "-H",
-                "Content-Type: application/x-ndjson",
-                "--data-binary",
-                &format!("@{}", p(&body_file)),
-                &format!("http://127.0.0.1:{port}/v1/ingest/app.events"),
-            ])
-            .output()
-            .unwrap();
-        let code = String::from_utf8_lossy(&r.stdout).to_string();
-        if code == "200" || t0.elapsed() > Duration::from_secs(30) {
-            break code;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = post_ndjson(port, "app.events", &body_file);
     assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
     // Delivery fails after 2 s; the flush after that writes the rows to the lake.
     let t0 = Instant::now();
@@ -1069,30 +1066,7 @@ fn serve_produces_a_table_to_kafka() {
     }
     let body_file = d.path().join("body.ndjson");
     std::fs::write(&body_file, &body).unwrap();
-    let body_arg = format!("@{}", p(&body_file));
-    let t0 = Instant::now();
-    let status = loop {
-        let r = Command::new("curl")
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "-H",
-                "Content-Type: application/x-ndjson",
-                "--data-binary",
-                &body_arg,
-                &format!("http://127.0.0.1:{port}/v1/ingest/app.events"),
-            ])
-            .output()
-            .unwrap();
-        let code = String::from_utf8_lossy(&r.stdout).to_string();
-        if code == "200" || t0.elapsed() > Duration::from_secs(30) {
-            break code;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = post_ndjson(port, "app.events", &body_file);
     assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
     std::thread::sleep(Duration::from_secs(2));
     stop(a);
