@@ -1021,11 +1021,12 @@ fn to_kafka_undelivered_rows_go_to_the_lake() {
 }
 
 /// `silt serve --to-kafka`: rows ingested over HTTP, enriched by a transform, go to a topic
-/// instead of the lake; a consumer of the topic gets every one.
+/// instead of the lake; a consumer of the topic gets every one, as JSON and (a second server)
+/// as Avro.
 #[test]
 fn serve_produces_a_table_to_kafka() {
     let _g = lock();
-    let Some((broker, _py)) = setup() else { return };
+    let Some((broker, py)) = setup() else { return };
     let d = tempfile::tempdir().unwrap();
     let t = topic("forwarded", 3);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -1089,5 +1090,63 @@ fn serve_produces_a_table_to_kafka() {
         ),
         format!("2000/2000/{}/200", (0..2000u64).map(|i| 100 + i).sum::<u64>()),
         "{text}"
+    );
+
+    // The same rows as Avro (--message-format avro), read back by fastavro with the schema the
+    // server wrote into its lake.
+    let t2 = topic("forwarded-avro", 2);
+    let lake_c = d.path().join("c");
+    let c = Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args([
+            "serve",
+            "--lake",
+            p(&lake_c),
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--kafka",
+            &broker,
+            "--to-kafka",
+            &format!("app.events={t2}"),
+            "--message-format",
+            "avro",
+            "--parse-field",
+            "app.events:line=access",
+            "--flush-age",
+            "1s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let status = post_ndjson(port, "app.events", &body_file);
+    assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
+    std::thread::sleep(Duration::from_secs(2));
+    stop(c);
+    let lines = client(
+        &py,
+        &[
+            "consume-avro",
+            &broker,
+            &t2,
+            "2000",
+            "--schemas",
+            p(&lake_c.join("_silt/avro-schemas")),
+        ],
+    );
+    let msgs: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: std::collections::HashSet<i64> = msgs
+        .iter()
+        .map(|m| m["value"]["id"].as_i64().unwrap())
+        .collect();
+    let bytes: i64 = msgs
+        .iter()
+        .map(|m| m["value"]["bytes"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        (msgs.len(), ids.len(), bytes),
+        (2000, 2000, (0..2000i64).map(|i| 100 + i).sum::<i64>())
     );
 }
