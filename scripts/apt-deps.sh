@@ -2,7 +2,8 @@
 # Installs (first run) the Debian packages that tests use as independent references:
 #   tshark    packet counts and field extraction for PCAP tests and the PCAP benchmark
 #   chromium  headless rendering check of `silt bench` reports
-#   rsyslog   a real syslog forwarder (TCP octet counting, UDP) in `silt serve`'s client test
+#   rsyslog   a real syslog forwarder (TCP octet counting, UDP, and TLS with rsyslog-gnutls) in
+#             `silt serve`'s client test; openssl makes that test's certificate
 #   libssl-dev, libcurl4-openssl-dev, cmake   to build librdkafka (the Kafka client) from source
 # Idempotent and quiet when everything is present. Needs root or sudo for apt-get; when neither
 # is available it says so and exits 0, and the tests that need a tool skip with a message.
@@ -12,7 +13,8 @@ command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/rsyslogd ] || command -v rsyslogd >/dev/null 2>&1 || need+=(rsyslog)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
-for p in libssl-dev libcurl4-openssl-dev; do
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+for p in libssl-dev libcurl4-openssl-dev rsyslog-gnutls; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

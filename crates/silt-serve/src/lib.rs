@@ -43,6 +43,7 @@ pub mod metrics;
 pub mod route;
 pub mod syslog;
 pub mod tail;
+pub mod tls;
 pub mod wal;
 
 use std::collections::HashMap;
@@ -86,6 +87,8 @@ pub struct ServeConfig {
     pub tails: Vec<tail::TailSpec>,
     /// syslog listeners.
     pub syslogs: Vec<syslog::SyslogSpec>,
+    /// `--tls-cert` / `--tls-key`, for `--syslog tls://`.
+    pub tls: Option<tls::TlsFiles>,
     /// `--sflow` / `--netflow` listeners.
     pub flows: Vec<flows::FlowSpec>,
     /// Bearer token for the APIs.
@@ -135,6 +138,7 @@ impl ServeConfig {
             flight: None,
             tails: Vec::new(),
             syslogs: Vec::new(),
+            tls: None,
             flows: Vec::new(),
             token: None,
             insecure: false,
@@ -565,12 +569,21 @@ impl Server {
                 spec.table.clone(),
             );
             if spec.tcp {
+                let tls = match (spec.tls, &cfg.tls) {
+                    (false, _) => None,
+                    (true, Some(files)) => Some(tls::acceptor(files)?),
+                    (true, None) => anyhow::bail!(
+                        "--syslog tls://{}: give the server's certificate and key with --tls-cert and --tls-key",
+                        spec.addr
+                    ),
+                };
                 let l = tokio::net::TcpListener::bind(spec.addr)
                     .await
                     .with_context(|| format!("cannot listen on tcp {} (--syslog)", spec.addr))?;
-                syslog_addrs.push(("tcp", l.local_addr()?, spec.table.clone()));
+                let kind = if spec.tls { "tls" } else { "tcp" };
+                syslog_addrs.push((kind, l.local_addr()?, spec.table.clone()));
                 tasks.push(tokio::spawn(syslog::serve_tcp(
-                    l, table, shared2, st, stop2,
+                    l, table, shared2, st, stop2, tls,
                 )));
             } else {
                 let u = tokio::net::UdpSocket::bind(spec.addr)

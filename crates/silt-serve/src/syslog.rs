@@ -29,10 +29,12 @@ use crate::Shared;
 /// Longest message accepted.
 const MAX_MESSAGE: usize = 1 << 20;
 
-/// One `--syslog udp://HOST:PORT[=TABLE]` or `tcp://...`.
+/// One `--syslog udp://HOST:PORT[=TABLE]`, `tcp://...` or `tls://...` (TCP with TLS, RFC 5425;
+/// needs `--tls-cert` and `--tls-key`).
 #[derive(Debug, Clone)]
 pub struct SyslogSpec {
     pub tcp: bool,
+    pub tls: bool,
     pub addr: SocketAddr,
     pub table: String,
 }
@@ -40,12 +42,15 @@ pub struct SyslogSpec {
 impl SyslogSpec {
     pub fn parse(s: &str) -> anyhow::Result<Self> {
         let (proto, rest) = s.split_once("://").ok_or_else(|| {
-            anyhow::anyhow!("--syslog {s:?}: use udp://HOST:PORT or tcp://HOST:PORT[=TABLE]")
+            anyhow::anyhow!(
+                "--syslog {s:?}: use udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT[=TABLE]"
+            )
         })?;
-        let tcp = match proto {
-            "tcp" => true,
-            "udp" => false,
-            other => anyhow::bail!("--syslog {s:?}: {other} is not udp or tcp"),
+        let (tcp, tls) = match proto {
+            "tcp" => (true, false),
+            "tls" => (true, true),
+            "udp" => (false, false),
+            other => anyhow::bail!("--syslog {s:?}: {other} is not udp, tcp or tls"),
         };
         let (addr, table) = rest.split_once('=').unwrap_or((rest, "syslog.messages"));
         let addr = addr
@@ -57,6 +62,7 @@ impl SyslogSpec {
         );
         Ok(Self {
             tcp,
+            tls,
             addr,
             table: table.to_string(),
         })
@@ -134,13 +140,15 @@ pub async fn serve_udp(
     }
 }
 
-/// Serves TCP until `stop` turns true (connections in progress finish what they read).
+/// Serves TCP (with TLS when `tls` is given) until `stop` turns true (connections in progress
+/// finish what they read).
 pub async fn serve_tcp(
     listener: tokio::net::TcpListener,
     table: String,
     shared: Arc<Shared>,
     stats: Arc<SyslogStats>,
     mut stop: tokio::sync::watch::Receiver<bool>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let mut conns = tokio::task::JoinSet::new();
     loop {
@@ -152,12 +160,34 @@ pub async fn serve_tcp(
             continue;
         };
         stats.connections.fetch_add(1, Ordering::Relaxed);
-        let (table, shared, stats, stop) =
-            (table.clone(), shared.clone(), stats.clone(), stop.clone());
+        let (table, shared, stats, stop, tls) = (
+            table.clone(),
+            shared.clone(),
+            stats.clone(),
+            stop.clone(),
+            tls.clone(),
+        );
         conns.spawn(async move {
-            if let Err(e) = connection(stream, peer, &table, &shared, &stats, stop).await {
+            let kind = if tls.is_some() { "tls" } else { "tcp" };
+            let done = match tls {
+                None => connection(stream, peer, "tcp", &table, &shared, &stats, stop).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(s)) => {
+                            connection(s, peer, "tls", &table, &shared, &stats, stop).await
+                        }
+                        Ok(Err(e)) => Err(format!("TLS handshake failed: {e}")),
+                        Err(_) => Err(format!(
+                            "no TLS handshake within {:?}",
+                            crate::tls::HANDSHAKE
+                        )),
+                    }
+                }
+            };
+            if let Err(e) = done {
                 stats.bad_frames.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("syslog tcp {peer}: {e}; connection closed");
+                tracing::warn!("syslog {kind} {peer}: {e}; connection closed");
             }
         });
     }
@@ -214,20 +244,28 @@ fn frames(buf: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<usize, String> {
     Ok(n)
 }
 
-async fn connection(
-    mut stream: tokio::net::TcpStream,
+async fn connection<S: tokio::io::AsyncRead + Unpin>(
+    mut stream: S,
     peer: SocketAddr,
+    transport: &str,
     table: &str,
     shared: &Shared,
     stats: &SyslogStats,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let source = format!("syslog tcp {peer}");
+    let source = format!("syslog {transport} {peer}");
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 256 << 10];
     loop {
         let n = tokio::select! {
-            r = stream.read(&mut chunk) => r.map_err(|e| e.to_string())?,
+            r = stream.read(&mut chunk) => match r {
+                Ok(n) => n,
+                // A TLS client gone without close_notify (rsyslog at its own shutdown): the
+                // end of its stream, as a plain TCP close is; a message cut short is still
+                // reported below.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+                Err(e) => return Err(e.to_string()),
+            },
             _ = stop.wait_for(|s| *s) => 0,
         };
         if n == 0 {
@@ -291,5 +329,9 @@ mod tests {
             "syslog.messages"
         );
         assert!(SyslogSpec::parse("127.0.0.1:5514").is_err());
+        let t = SyslogSpec::parse("tls://127.0.0.1:6514").unwrap();
+        assert!(t.tcp && t.tls);
+        assert!(!SyslogSpec::parse("tcp://127.0.0.1:6514").unwrap().tls);
+        assert!(SyslogSpec::parse("ssl://127.0.0.1:6514").is_err());
     }
 }

@@ -556,10 +556,17 @@ pub struct ServeArgs {
     /// Arrow Flight SQL address.
     #[arg(long)]
     pub flight: Option<std::net::SocketAddr>,
-    /// syslog listener: udp://HOST:PORT or tcp://HOST:PORT (RFC 6587 octet counting or
-    /// newline framing), optionally =TABLE (default syslog.messages); repeatable.
-    #[arg(long = "syslog", value_name = "udp|tcp://HOST:PORT[=TABLE]")]
+    /// syslog listener: udp://HOST:PORT, tcp://HOST:PORT (RFC 6587 octet counting or newline
+    /// framing) or tls://HOST:PORT (TCP with TLS, RFC 5425; --tls-cert, --tls-key), optionally
+    /// =TABLE (default syslog.messages); repeatable.
+    #[arg(long = "syslog", value_name = "udp|tcp|tls://HOST:PORT[=TABLE]")]
     pub syslogs: Vec<String>,
+    /// PEM certificate chain for TLS listeners (--syslog tls://).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// sFlow v5 listener: udp://HOST:PORT (tables sflow.sample, sflow.counter); repeatable.
     #[arg(long = "sflow", value_name = "udp://HOST:PORT")]
     pub sflows: Vec<String>,

@@ -86,20 +86,41 @@ struct Serve {
     flight: String,
     syslog_tcp: String,
     syslog_udp: String,
+    /// `--syslog tls://` (its certificate, for clients, in `ca`).
+    syslog_tls: String,
+    ca: PathBuf,
     sflow: String,
     netflow: String,
 }
 
 /// Starts `silt serve --config` and reads every listener's address from its banner.
 fn start(dir: &Path) -> Serve {
+    // A self-signed certificate for the TLS syslog listener (localhost and 127.0.0.1).
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    run(
+        Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=localhost"])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+        "openssl req (scripts/apt-deps.sh installs openssl)",
+    );
     let config = dir.join("silt.toml");
     std::fs::write(
         &config,
-        r#"lake = "lake"
+        format!(
+            r#"lake = "lake"
 http = "127.0.0.1:0"
 forward = "127.0.0.1:0"
 flight = "127.0.0.1:0"
-syslog = ["tcp://127.0.0.1:0=syslog.tcp", "udp://127.0.0.1:0=syslog.udp"]
+syslog = ["tcp://127.0.0.1:0=syslog.tcp", "udp://127.0.0.1:0=syslog.udp", "tls://127.0.0.1:0=syslog.tls"]
+tls-cert = "{}"
+tls-key = "{}"
 sflow = ["udp://127.0.0.1:0"]
 netflow = ["udp://127.0.0.1:0"]
 flush-age = "500ms"
@@ -112,6 +133,9 @@ table = "go.events"
 tag = "py.**"
 table = "py.events"
 "#,
+            cert.display(),
+            key.display()
+        ),
     )
     .unwrap();
     let mut child = Command::new(SILT)
@@ -175,6 +199,16 @@ table = "py.events"
             })
             .map(|r| r.split_whitespace().next().unwrap().to_string())
             .expect("syslog udp line"),
+        syslog_tls: banner
+            .iter()
+            .find_map(|l| {
+                l.contains("syslog")
+                    .then(|| l.split("tls://").nth(1))
+                    .flatten()
+            })
+            .map(|r| r.split_whitespace().next().unwrap().to_string())
+            .expect("syslog tls line"),
+        ca: cert,
         child: Reap(child),
     }
 }
@@ -314,9 +348,15 @@ fn logger_client(tcp: &str, udp: &str) -> bool {
     true
 }
 
-/// rsyslog takes messages on a UDP port of its own and forwards each to silt twice: over TCP
-/// with octet counting and over UDP.
-fn rsyslog_client(tcp: &str, udp: &str, work: &Path) -> Option<Reap> {
+/// rsyslog takes messages on a UDP port of its own and forwards each to silt three times: over
+/// TCP with octet counting, over UDP, and over TLS (gnutls, the server's name checked against
+/// its certificate).
+fn rsyslog_client(s: &Serve, work: &Path) -> Option<Reap> {
+    let (tcp, udp) = (s.syslog_tcp.as_str(), s.syslog_udp.as_str());
+    if !Path::new("/usr/lib/x86_64-linux-gnu/rsyslog/lmnsd_gtls.so").exists() {
+        missing("rsyslog's TLS driver (rsyslog-gnutls; scripts/apt-deps.sh installs it)");
+        return None;
+    }
     let rsyslogd = ["/usr/sbin/rsyslogd", "rsyslogd"]
         .into_iter()
         .find(|p| Path::new(p).exists() || have(p));
@@ -335,19 +375,24 @@ fn rsyslog_client(tcp: &str, udp: &str, work: &Path) -> Option<Reap> {
         .port();
     let (th, tp) = host_port(tcp);
     let (uh, up) = host_port(udp);
+    let (_, sp) = host_port(&s.syslog_tls);
     let wd = work.join("rsyslog");
     std::fs::create_dir_all(&wd).unwrap();
     let conf = wd.join("rsyslog.conf");
     std::fs::write(
         &conf,
         format!(
-            r#"global(workDirectory="{wd}")
+            r#"global(workDirectory="{wd}" DefaultNetstreamDriverCAFile="{ca}")
 module(load="imudp")
 input(type="imudp" address="127.0.0.1" port="{in_port}")
 action(type="omfwd" target="{th}" port="{tp}" protocol="tcp" TCP_Framing="octet-counted")
 action(type="omfwd" target="{uh}" port="{up}" protocol="udp")
+action(type="omfwd" target="localhost" port="{sp}" protocol="tcp" TCP_Framing="octet-counted"
+       StreamDriver="gtls" StreamDriverMode="1" StreamDriverAuthMode="x509/name"
+       StreamDriverPermittedPeers="localhost")
 "#,
-            wd = wd.display()
+            wd = wd.display(),
+            ca = s.ca.display()
         ),
     )
     .unwrap();
@@ -468,7 +513,14 @@ fn real_clients_against_silt_serve() {
     let go = go_client(&s.forward, dir.path());
     let py = python_client(&s.forward);
     let lg = logger_client(&s.syslog_tcp, &s.syslog_udp);
-    let mut rsys = rsyslog_client(&s.syslog_tcp, &s.syslog_udp, dir.path());
+    // A client that speaks plain TCP to the TLS listener fails its handshake and is
+    // disconnected; the listener goes on serving (rsyslog's TLS connection below).
+    {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(&s.syslog_tls).unwrap();
+        let _ = c.write_all(b"<13>1 2024-03-24T17:00:00Z h app - - - not TLS\n");
+    }
+    let mut rsys = rsyslog_client(&s, dir.path());
     flow_export(&s);
 
     if go {
@@ -542,6 +594,16 @@ fn real_clients_against_silt_serve() {
                 .collect();
             assert_eq!(got, want, "{table}");
         }
+    }
+    if rsys.is_some() {
+        wait_count(&s.http, "syslog.tls", 5);
+        let rows = query(&s.http, "SELECT message FROM syslog.tls ORDER BY message");
+        let got: Vec<String> = rows
+            .iter()
+            .map(|r| r["message"].as_str().unwrap().trim().to_string())
+            .collect();
+        let want: Vec<String> = (0..5).map(|i| format!("rsyslog-forwarded {i}")).collect();
+        assert_eq!(got, want, "syslog.tls");
     }
     drop(rsys.take());
 

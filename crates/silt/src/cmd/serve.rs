@@ -65,6 +65,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|t| silt_serve::syslog::SyslogSpec::parse(t))
         .collect::<anyhow::Result<_>>()?;
+    cfg.tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(silt_serve::tls::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
     use silt_serve::flows::{FlowProtocol, FlowSpec};
     cfg.flows = a
         .sflows
