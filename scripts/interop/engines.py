@@ -24,7 +24,9 @@ and the answers are compared:
     `id.orig_h` and `id['orig_h']`, Spark `id.orig_h`); in zeek.conn also sum(orig_bytes) per
     proto;
   * the statements of `silt ddl --dialect spark` (CREATE TABLE + MSCK REPAIR TABLE) executed in
-    Spark SQL and of `silt ddl --dialect duckdb` executed in DuckDB: count(*), the top-level
+    Spark SQL, of `silt ddl --dialect duckdb` executed in DuckDB and, with --trino URL (a server
+    from scripts/trino.sh), of `silt ddl --dialect trino` executed in Trino's Hive connector
+    (CREATE TABLE ... external_location + sync_partition_metadata): count(*), the top-level
     sums and the time range through the created table must match silt's.
 
 Values are equal when identical, except floats (relative tolerance 1e-9); integers and decimals
@@ -54,7 +56,7 @@ import time
 import traceback
 from decimal import Decimal, InvalidOperation
 
-ENGINES = ("silt", "duckdb", "spark")
+ENGINES = ("silt", "duckdb", "spark", "trino")
 PARTITION_KEYS = ("dt", "hour", "month")
 LOOKUP_CANDIDATES = (
     ("uid",), ("fuid",), ("community_id",), ("flow_id",),
@@ -252,6 +254,8 @@ def col(engine, path):
     """A (nested) column reference, unambiguous in each engine."""
     if engine == "silt":
         return q_dq(path[0]) + "".join("[%s]" % q_str(p) for p in path[1:])
+    if engine == "trino":
+        return ".".join(q_dq(p) for p in path)
     if engine == "duckdb":
         out = q_dq(path[0])
         for p in path[1:]:
@@ -265,6 +269,10 @@ def epoch_us(engine, expr):
         return "CAST(%s AS BIGINT)" % expr
     if engine == "duckdb":
         return "epoch_us(%s)" % expr
+    if engine == "trino":
+        # (date_diff has no microsecond unit; epoch seconds of a timestamp(6) fit a double's 53
+        # bits exactly at microsecond resolution, so rounding gives the exact count back.)
+        return "CAST(round(to_unixtime(with_timezone(%s, 'UTC')) * 1e6) AS BIGINT)" % expr
     return "unix_micros(CAST(%s AS TIMESTAMP))" % expr
 
 
@@ -275,6 +283,8 @@ def as_text(engine, expr):
 def as_hex(engine, expr):
     if engine == "silt":
         return "encode(%s, 'hex')" % expr
+    if engine == "trino":
+        return "lower(to_hex(%s))" % expr
     return "lower(hex(%s))" % expr
 
 
@@ -429,6 +439,43 @@ class DuckEngine:
     def types(self, relation_sql):
         rel = self.con.sql(relation_sql)
         return list(zip(rel.columns, rel.types))
+
+
+class TrinoEngine:
+    """A Trino server's REST API (POST /v1/statement, then nextUri until done), in the catalog
+    `hive` and a schema of its own."""
+    name = "trino"
+
+    def __init__(self, url, schema):
+        self.url = url.rstrip("/")
+        self.schema = schema
+        self.execute("CREATE SCHEMA IF NOT EXISTS hive.%s" % schema)
+
+    def _request(self, method, url, body=None):
+        import urllib.request
+        req = urllib.request.Request(url, data=body, method=method, headers={
+            "X-Trino-User": "silt", "X-Trino-Catalog": "hive", "X-Trino-Schema": self.schema,
+            "X-Trino-Time-Zone": "UTC"})
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return json.loads(r.read().decode(), parse_float=Decimal)
+
+    def run(self, sql):
+        doc = self._request("POST", self.url + "/v1/statement", sql.encode())
+        rows = []
+        while True:
+            if "error" in doc:
+                raise RuntimeError(doc["error"].get("message", str(doc["error"])))
+            rows.extend(doc.get("data") or [])
+            nxt = doc.get("nextUri")
+            if not nxt:
+                return rows
+            doc = self._request("GET", nxt)
+
+    def execute(self, sql):
+        self.run(sql)
+
+    def version(self):
+        return self.run("SELECT version()")[0][0]
 
 
 class SparkEngine:
@@ -635,7 +682,7 @@ def type_findings(path, atype, spark_read, spark_ddl, spark_read_schema=True):
     return out
 
 
-def check_table(args, info, silt, duck, spark, report):
+def check_table(args, info, silt, duck, spark, report, trino=None):
     table = info["table"]
     tdir = os.path.join(args.lake, table)
     time_col = info.get("time_column")
@@ -849,9 +896,15 @@ def check_table(args, info, silt, duck, spark, report):
     top_checks = [c for c in checks if c.name == "count(*)" or
                   (c.name.startswith(("sum(", "count(")) and c.name[c.name.index("(") + 1:-1] in top) or
                   (c.name.startswith(("min(", "max(")) and "time column" in c.name)]
-    for dialect, eng in (("duckdb", duck), ("spark", spark)):
+    for dialect, eng in (("duckdb", duck), ("spark", spark), ("trino", trino)):
         if eng is None:
             continue
+        if dialect == "trino":
+            # An earlier run's table of the same name (external: dropping keeps the files).
+            try:
+                eng.execute("DROP TABLE IF EXISTS %s" % q_dq(table.replace(".", "_")))
+            except Exception:  # noqa: BLE001
+                pass
         p = subprocess.run([args.silt, "ddl", "--dialect", dialect, table, "--lake", args.lake],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         label = "silt ddl --dialect %s" % dialect
@@ -1021,6 +1074,8 @@ def json_summary(reports, args, meta):
             "within_float_bound": [{"check": n, "values": {e: to_json(v) for e, v in vals.items()}, "note": note}
                                    for n, _k, vals, ok, note in r.results if ok and note],
             "type_findings": r.findings,
+            "ddl_checks": {d: sum(1 for n, *_ in r.results if n.startswith("silt ddl --dialect %s:" % d))
+                           for d in ("duckdb", "spark", "trino")},
             "types": r.types,
             "notes": r.notes,
         })
@@ -1047,6 +1102,7 @@ def main():
     ap.add_argument("--types", action="store_true",
                     help="with --differences-only: still print every column's type in each engine")
     ap.add_argument("--spark-memory", default="1g", help="spark.driver.memory (default 1g)")
+    ap.add_argument("--trino", help="a Trino server (scripts/trino.sh start) to run silt ddl --dialect trino in")
     args = ap.parse_args()
 
     # Everything the JVM or a library prints goes to stderr; the report to the real stdout.
@@ -1066,6 +1122,7 @@ def main():
     duck = DuckEngine()
     workdir = tempfile.mkdtemp(prefix="silt-interop-")
     spark = None
+    trino = None
     try:
         if not args.no_spark:
             t0 = time.time()
@@ -1075,7 +1132,15 @@ def main():
                 print("engines.py: Spark did not start: %s" % e, file=sys.stderr)
                 return 2
             print("engines.py: Spark %s up in %.1f s" % (spark.version(), time.time() - t0), file=sys.stderr)
+        if args.trino:
+            try:
+                trino = TrinoEngine(args.trino, "silt_interop_%d" % os.getpid())
+            except Exception as e:  # noqa: BLE001
+                print("engines.py: Trino at %s did not answer: %s" % (args.trino, e), file=sys.stderr)
+                return 2
         meta = {"silt": silt.version(), "duckdb": duck.version()}
+        if trino is not None:
+            meta["trino"] = trino.version()
         if spark is not None:
             meta["spark"] = spark.version()
             meta["java"] = spark.java_version()
@@ -1084,7 +1149,7 @@ def main():
             t0 = time.time()
             r = TableReport(info["table"])
             try:
-                check_table(args, info, silt, duck, spark, r)
+                check_table(args, info, silt, duck, spark, r, trino)
             except Exception as e:  # noqa: BLE001
                 r.notes.append("checker failed on this table: %s" % Error(e).msg)
                 r.add("checker ran", "string", {"silt": "ok", "checker": Error(traceback.format_exc().strip().splitlines()[-1])})
@@ -1099,6 +1164,11 @@ def main():
         out.flush()
         return 0 if all(not r.differences for r in reports) else 1
     finally:
+        if trino is not None:
+            try:
+                trino.execute("DROP SCHEMA hive.%s CASCADE" % trino.schema)
+            except Exception:  # noqa: BLE001
+                pass
         if spark is not None:
             try:
                 spark.spark.stop()

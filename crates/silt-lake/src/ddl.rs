@@ -393,7 +393,10 @@ fn sql_type(f: &Field, d: Dialect) -> anyhow::Result<String> {
         DataType::Int16 | DataType::UInt8 => "smallint".into(),
         DataType::Int32 | DataType::UInt16 => hive("int", "integer"),
         DataType::Int64 | DataType::UInt32 => "bigint".into(),
-        DataType::UInt64 => "decimal(20,0)".into(),
+        // Trino's Hive connector cannot read Parquet's unsigned INT64 as a decimal ("Unsupported
+        // Trino column type"); it reads it as bigint (values above 2^63-1 would show negative;
+        // docs/ddl.md).
+        DataType::UInt64 => hive("decimal(20,0)", "bigint"),
         DataType::Float32 => hive("float", "real"),
         DataType::Float64 => "double".into(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => hive("string", "varchar"),
@@ -406,7 +409,11 @@ fn sql_type(f: &Field, d: Dialect) -> anyhow::Result<String> {
         | DataType::BinaryView
         | DataType::FixedSizeBinary(_) => hive("binary", "varbinary"),
         DataType::Date32 | DataType::Date64 => "date".into(),
-        DataType::Timestamp(_, _) => "timestamp".into(),
+        // Trino's `timestamp` is timestamp(3); silt's times are microseconds. Its Hive connector
+        // takes timestamp(6) when the catalog reads at `hive.timestamp-precision=MICROSECONDS`
+        // (and refuses it, naming that property, otherwise): full precision or a clear error,
+        // never silent truncation.
+        DataType::Timestamp(_, _) => hive("timestamp", "timestamp(6)"),
         DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("decimal({p},{s})"),
         DataType::Dictionary(_, v) => sql_type(&Field::new(f.name(), v.as_ref().clone(), true), d)?,
         DataType::List(i) | DataType::LargeList(i) | DataType::FixedSizeList(i, _) => {

@@ -1,6 +1,8 @@
 //! The lake is read by the engines users already run (issue 25): Spark (pyspark, local mode) and
 //! DuckDB read a silt lake with the same answers as silt, through a glob over the files and
-//! through the CREATE statements `silt ddl` prints, executed by those engines. The checks are
+//! through the CREATE statements `silt ddl` prints, executed by those engines; and Trino (476,
+//! started by `scripts/trino.sh` from Maven Central, Hive connector with a file metastore)
+//! executes `silt ddl --dialect trino` and answers the same. The checks are
 //! `scripts/interop/engines.py` (counts, sums of every numeric column and nested field, distinct
 //! lookup values, time ranges as the same instants, the smallest uid's row by value, `id.orig_h`
 //! as a nested field); the Python environment is `scripts/spark.sh`'s.
@@ -39,19 +41,47 @@ fn spark_python() -> Option<String> {
     }
 }
 
-/// Runs the checker on `lake`; returns its JSON summary after asserting every value is equal.
-fn check(py: &str, lake: &Path) -> serde_json::Value {
-    let out = Command::new(py)
-        .arg(root().join("scripts/interop/engines.py"))
-        .args([
-            "--silt",
-            env!("CARGO_BIN_EXE_silt"),
-            "--lake",
-            p(lake),
-            "--json",
-        ])
+/// A running Trino's URL (scripts/trino.sh), or None after a skip message (a failure in CI).
+fn trino() -> Option<String> {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/trino.sh"))
+        .arg("start")
         .output()
-        .unwrap();
+        .ok()?;
+    let url = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    if out.status.success() && url.starts_with("http://") {
+        Some(url)
+    } else {
+        silt_testkit::skip(&format!(
+            "Trino (scripts/trino.sh) did not start: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ))
+    }
+}
+
+/// Runs the checker on `lake` (with Trino when `trino` is given); returns its JSON summary after
+/// asserting every value is equal.
+fn check(py: &str, lake: &Path, trino: Option<&str>) -> serde_json::Value {
+    let mut cmd = Command::new(py);
+    cmd.arg(root().join("scripts/interop/engines.py")).args([
+        "--silt",
+        env!("CARGO_BIN_EXE_silt"),
+        "--lake",
+        p(lake),
+        "--json",
+    ]);
+    if let Some(url) = trino {
+        cmd.args(["--trino", url]);
+    }
+    let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
         panic!(
@@ -78,18 +108,30 @@ fn check(py: &str, lake: &Path) -> serde_json::Value {
         diffs.join("\n")
     );
     assert!(v["checks"].as_u64().unwrap() > 100, "{v}");
+    if trino.is_some() {
+        // Trino ran every table's statement and answered the DDL checks.
+        for t in v["tables"].as_array().unwrap() {
+            assert!(
+                t["ddl_checks"]["trino"].as_u64().unwrap_or(0) >= 3,
+                "{}: {}",
+                t["table"],
+                t["ddl_checks"]
+            );
+        }
+    }
     v
 }
 
 #[test]
 fn spark_and_duckdb_read_the_lake_as_silt_does() {
     let Some(py) = spark_python() else { return };
+    let trino = trino();
     let d = tempfile::tempdir().unwrap();
     let logs = d.path().join("logs");
     ok(&["generate", "zeek", "--events", "20000", "-o", p(&logs)]);
     let lake = d.path().join("zeek");
     ok(&["import", "zeek", p(&logs), "--lake", p(&lake), "-q"]);
-    let v = check(&py, &lake);
+    let v = check(&py, &lake, trino.as_deref());
     assert_eq!(v["tables"].as_array().unwrap().len(), 6, "{v}");
     // Zeek counts are BIGINT for Spark: no decimal(20,0) anywhere in the Zeek tables.
     for t in v["tables"].as_array().unwrap() {
@@ -120,5 +162,5 @@ fn spark_and_duckdb_read_the_lake_as_silt_does() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    check(&py, &lake);
+    check(&py, &lake, trino.as_deref());
 }

@@ -1,8 +1,8 @@
 CREATE TABLE IF NOT EXISTS "zeek_conn" (
-  "ts" timestamp,
+  "ts" timestamp(6),
   "uid" varchar,
   "id" row("orig_h" varchar, "orig_p" integer),
-  "orig_bytes" decimal(20,0),
+  "orig_bytes" bigint,
   "duration" decimal(18,6),
   "local_orig" boolean,
   "tunnel_parents" array(varchar),
