@@ -63,6 +63,8 @@ apt_install() {
 
 # shellcheck source=scripts/lib/ports.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ports.sh"
+# shellcheck source=scripts/lib/service.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/service.sh"
 
 # The major version of the java binary $1 (empty when it does not run).
 java_major() {
@@ -162,6 +164,9 @@ http_ok() {
   fi
 }
 
+# The server answers what the tests ask of it.
+ready() { http_ok "http://127.0.0.1:$PORT/apis/ccompat/v7/subjects"; }
+
 start() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.lock"
@@ -193,44 +198,15 @@ start() {
     -jar "$APP/quarkus-run.jar" >"$DIR/registry.log" 2>&1 </dev/null 7>&- 8>&- 9>&-) &
   pid=$!
   echo "$pid" >"$DIR/registry.pid"
-  for _ in $(seq 1 $((START_TIMEOUT * 4))); do
-    if http_ok "http://127.0.0.1:$PORT/apis/ccompat/v7/subjects"; then
-      say "Apicurio Registry $VERSION up (pid $pid, java $major, log $DIR/registry.log)"
-      url
-      return
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      say "the registry exited during startup; last lines of $DIR/registry.log:"
-      tail -n 40 "$DIR/registry.log" >&2
-      rm -f "$DIR/registry.pid"
-      exit 1
-    fi
-    sleep 0.25
-  done
-  say "the registry did not serve on 127.0.0.1:$PORT within ${START_TIMEOUT}s; last lines of $DIR/registry.log:"
-  tail -n 40 "$DIR/registry.log" >&2
-  kill "$pid" 2>/dev/null || true
-  rm -f "$DIR/registry.pid"
-  exit 1
+  await_ready "$pid" "$DIR/registry.log" "$DIR/registry.pid" "$START_TIMEOUT" "the registry" ready
+  say "Apicurio Registry $VERSION up (pid $pid, java $major, log $DIR/registry.log)"
+  url
 }
 
 stop() {
   local pid
   if ! pid="$(running_pid)"; then rm -f "$DIR/registry.pid"; say "not running"; return; fi
-  kill "$pid" 2>/dev/null || true
-  # Up to 60 s: the exit of a run that writes the class-data archive takes several seconds.
-  for _ in $(seq 1 240); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.25
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not exit within 60 s of SIGTERM; sending SIGKILL"
-    kill -9 "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    rm -f "$CACHE/$VERSION"/cds-java*.jsa   # may be half written
-  fi
-  rm -f "$DIR/registry.pid"
-  say "stopped (pid $pid)"
+  stop_pid "$pid" "$DIR/registry.pid" "$CACHE/$VERSION"/cds-java*.jsa
 }
 
 cmd="${1:-}"

@@ -86,6 +86,8 @@ apt_install() {
 
 # shellcheck source=scripts/lib/ports.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ports.sh"
+# shellcheck source=scripts/lib/service.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/service.sh"
 
 # The version of the java binary $1 as MAJOR.MINOR.PATCH (empty when it does not run).
 java_version() {
@@ -269,6 +271,9 @@ connector.name=tpch
 PROPS
 }
 
+# The server answers what the tests ask of it.
+ready() { started "$PORT" && serves_queries "$PORT"; }
+
 start() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.lock"
@@ -303,43 +308,15 @@ start() {
     -cp "$SERVER/lib/*" io.trino.server.TrinoServer >"$DIR/trino.log" 2>&1 </dev/null 7>&- 8>&- 9>&-) &
   pid=$!
   echo "$pid" >"$DIR/trino.pid"
-  for _ in $(seq 1 $((START_TIMEOUT * 4))); do
-    if started "$PORT" && serves_queries "$PORT"; then
-      say "Trino $VERSION up in $((SECONDS - t0)) s (pid $pid, java $ver, log $DIR/trino.log)"
-      url
-      return
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      say "the server exited during startup; last lines of $DIR/trino.log:"
-      tail -n 40 "$DIR/trino.log" >&2
-      rm -f "$DIR/trino.pid"
-      exit 1
-    fi
-    sleep 0.25
-  done
-  say "the server did not serve on 127.0.0.1:$PORT within ${START_TIMEOUT}s; last lines of $DIR/trino.log:"
-  tail -n 40 "$DIR/trino.log" >&2
-  kill "$pid" 2>/dev/null || true
-  rm -f "$DIR/trino.pid"
-  exit 1
+  await_ready "$pid" "$DIR/trino.log" "$DIR/trino.pid" "$START_TIMEOUT" "the server" ready
+  say "Trino $VERSION up in $((SECONDS - t0)) s (pid $pid, java $ver, log $DIR/trino.log)"
+  url
 }
 
 stop() {
   local pid
   if ! pid="$(running_pid)"; then rm -f "$DIR/trino.pid"; say "not running"; return; fi
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 240); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.25
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not exit within 60 s of SIGTERM; sending SIGKILL"
-    kill -9 "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    rm -f "$CACHE/$VERSION"/cds-java*.jsa   # may be half written
-  fi
-  rm -f "$DIR/trino.pid"
-  say "stopped (pid $pid)"
+  stop_pid "$pid" "$DIR/trino.pid" "$CACHE/$VERSION"/cds-java*.jsa
 }
 
 need_running() {

@@ -492,7 +492,7 @@ mod tests {
         );
         assert_eq!(
             sql_type(&l, Dialect::Trino).unwrap(),
-            "array(decimal(20,0))"
+            "array(bigint)"
         );
         assert_eq!(quote("a`b", Dialect::Spark), "`a``b`");
         assert_eq!(quote("a\"b", Dialect::Trino), "\"a\"\"b\"");
