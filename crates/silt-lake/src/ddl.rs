@@ -490,10 +490,7 @@ mod tests {
             sql_type(&l, Dialect::Spark).unwrap(),
             "array<decimal(20,0)>"
         );
-        assert_eq!(
-            sql_type(&l, Dialect::Trino).unwrap(),
-            "array(bigint)"
-        );
+        assert_eq!(sql_type(&l, Dialect::Trino).unwrap(), "array(bigint)");
         assert_eq!(quote("a`b", Dialect::Spark), "`a``b`");
         assert_eq!(quote("a\"b", Dialect::Trino), "\"a\"\"b\"");
         assert_eq!(literal("it's"), "'it''s'");
