@@ -46,21 +46,6 @@ MIN_JAVA=21
 say() { echo "registry.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-apt_install() {
-  local sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || die "need $* but not root and no sudo: install them (apt-get install $*) and run again"
-    sudo="sudo -n"
-  fi
-  say "installing $* with apt-get"
-  exec 8>/tmp/silt-apt-deps.lock
-  if command -v flock >/dev/null 2>&1; then flock 8; fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >&2 || true
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2 \
-    || die "apt-get install $* failed; install them by hand and run again"
-  exec 8>&-
-}
-
 # shellcheck source=scripts/lib/ports.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ports.sh"
 # shellcheck source=scripts/lib/service.sh
@@ -140,13 +125,7 @@ fetch() {
 }
 
 # The pid of our running registry, if any (checks that the pid still is one started on our DIR).
-running_pid() {
-  local pid
-  pid="$(cat "$DIR/registry.pid" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-Dsilt.registry.dir=$DIR " || return 1
-  echo "$pid"
-}
+running_pid() { pid_of "$DIR/registry.pid" "-Dsilt.registry.dir=$DIR "; }
 
 url() { echo "http://127.0.0.1:$(cat "$DIR/port")/apis/ccompat/v7"; }
 

@@ -69,21 +69,6 @@ KEEP_PLUGINS="hive delta-lake tpch"
 say() { echo "trino.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-apt_install() {
-  local sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || die "need $* but not root and no sudo: install them (apt-get install $*) and run again"
-    sudo="sudo -n"
-  fi
-  say "installing $* with apt-get"
-  exec 8>/tmp/silt-apt-deps.lock
-  if command -v flock >/dev/null 2>&1; then flock 8; fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >&2 || true
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2 \
-    || die "apt-get install $* failed; install them by hand and run again"
-  exec 8>&-
-}
-
 # shellcheck source=scripts/lib/ports.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ports.sh"
 # shellcheck source=scripts/lib/service.sh
@@ -181,13 +166,7 @@ fetch() {
 }
 
 # The pid of our running server, if any (checks that the pid still is one started on our DIR).
-running_pid() {
-  local pid
-  pid="$(cat "$DIR/trino.pid" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-Dconfig=$DIR/etc/config.properties " || return 1
-  echo "$pid"
-}
+running_pid() { pid_of "$DIR/trino.pid" "-Dconfig=$DIR/etc/config.properties "; }
 
 url() { echo "http://127.0.0.1:$(cat "$DIR/port")"; }
 

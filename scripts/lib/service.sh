@@ -1,6 +1,33 @@
 # shellcheck shell=bash
-# Start and stop helpers shared by scripts/registry.sh and scripts/trino.sh (sourced; needs a
-# `say` function).
+# Start and stop helpers shared by scripts/registry.sh and scripts/trino.sh (sourced; needs `say`
+# and `die` functions).
+
+# apt_install PACKAGE...: apt-get install them (root, or sudo without a password), serialized
+# with scripts/apt-deps.sh on its lock.
+apt_install() {
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "need $* but not root and no sudo: install them (apt-get install $*) and run again"
+    sudo="sudo -n"
+  fi
+  say "installing $* with apt-get"
+  exec 8>/tmp/silt-apt-deps.lock
+  if command -v flock >/dev/null 2>&1; then flock 8; fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >&2 || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2 \
+    || die "apt-get install $* failed; install them by hand and run again"
+  exec 8>&-
+}
+
+# pid_of PIDFILE MARKER: the pid in PIDFILE if that process runs and its command line holds
+# MARKER (so a pid reused by another program is not taken for ours); else returns 1.
+pid_of() {
+  local pid
+  pid="$(cat "$1" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$2" || return 1
+  echo "$pid"
+}
 
 # await_ready PID LOG PIDFILE TIMEOUT NAME CMD...: runs CMD every 0.25 s until it succeeds (then
 # returns); if the process exits first, or TIMEOUT seconds pass, shows the log's last lines,

@@ -148,6 +148,32 @@ fn lake_rejects(lake: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `client.py consume-avro BROKER TOPIC N ARGS...` (fastavro), one JSON object per message.
+fn consume_avro(
+    py: &str,
+    broker: &str,
+    topic: &str,
+    n: u64,
+    args: &[&str],
+) -> Vec<serde_json::Value> {
+    let n = n.to_string();
+    let mut all = vec!["consume-avro", broker, topic, n.as_str()];
+    all.extend(args);
+    client(py, &all)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A TCP port free on 127.0.0.1 a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// POSTs the NDJSON file `body` to a server's `/v1/ingest/TABLE` until it answers 200 (it may
 /// still be starting), at most 30 s; returns the last status.
 fn post_ndjson(port: u16, table: &str, body: &Path) -> String {
@@ -341,7 +367,6 @@ fn every_reader_through_compressed_topics_and_a_poison_message() {
     );
 }
 
-/// A `silt serve` group member on `lake`.
 /// `--kafka-meta all`: every row carries its own message's topic, partition, offset, time, key
 /// and headers, whatever the format (JSON, EVE spread over tables, MessagePack, header-less CSV);
 /// the rows are otherwise those of an import without it, and a reject keeps its original bytes.
@@ -514,6 +539,7 @@ fn message_attributes_as_columns() {
     );
 }
 
+/// A `silt serve` group member on `lake`.
 fn member(lake: &Path, name: &str, broker: &str, topic: &str, group: &str, log: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_silt"))
         .args([
@@ -827,14 +853,7 @@ fn export_avro_reads_back_with_fastavro() {
         let n: u64 = scalar(&lake, &format!("SELECT count(*) FROM {table}"))
             .parse()
             .unwrap();
-        let lines = client(
-            &py,
-            &["consume-avro", &broker, &t, &n.to_string(), "--schemas", p(&schemas)],
-        );
-        let msgs: Vec<serde_json::Value> = lines
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let msgs = consume_avro(&py, &broker, &t, n, &["--schemas", p(&schemas)]);
         assert_eq!(msgs.len() as u64, n, "{table}");
         let v = |m: &serde_json::Value, path: &str| -> i128 {
             let mut x = &m["value"];
@@ -923,21 +942,7 @@ fn export_avro_reads_back_with_fastavro() {
     let n: u64 = scalar(&lake, "SELECT count(*) FROM suricata.alert")
         .parse()
         .unwrap();
-    let lines = client(
-        &py,
-        &[
-            "consume-avro",
-            &broker,
-            &t,
-            &(2 * n).to_string(),
-            "--registry",
-            &registry,
-        ],
-    );
-    let msgs: Vec<serde_json::Value> = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let msgs = consume_avro(&py, &broker, &t, 2 * n, &["--registry", &registry]);
     assert_eq!(msgs.len() as u64, 2 * n);
     let ids: std::collections::HashSet<u64> =
         msgs.iter().map(|m| m["id"].as_u64().unwrap()).collect();
@@ -964,17 +969,9 @@ fn export_avro_reads_back_with_fastavro() {
 #[test]
 fn to_kafka_undelivered_rows_go_to_the_lake() {
     let d = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     // A port nothing listens on.
-    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let nobody = free_port();
     let log = d.path().join("a.log");
     let lake = d.path().join("lake");
     let a = Command::new(env!("CARGO_BIN_EXE_silt"))
@@ -1029,11 +1026,7 @@ fn serve_produces_a_table_to_kafka() {
     let Some((broker, py)) = setup() else { return };
     let d = tempfile::tempdir().unwrap();
     let t = topic("forwarded", 3);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let log = d.path().join("a.log");
     let lake_a = d.path().join("a");
     let a = Command::new(env!("CARGO_BIN_EXE_silt"))
@@ -1122,21 +1115,13 @@ fn serve_produces_a_table_to_kafka() {
     assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
     std::thread::sleep(Duration::from_secs(2));
     stop(c);
-    let lines = client(
+    let msgs = consume_avro(
         &py,
-        &[
-            "consume-avro",
-            &broker,
-            &t2,
-            "2000",
-            "--schemas",
-            p(&lake_c.join("_silt/avro-schemas")),
-        ],
+        &broker,
+        &t2,
+        2000,
+        &["--schemas", p(&lake_c.join("_silt/avro-schemas"))],
     );
-    let msgs: Vec<serde_json::Value> = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let ids: std::collections::HashSet<i64> = msgs
         .iter()
         .map(|m| m["value"]["id"].as_i64().unwrap())
