@@ -7,8 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use silt_lake::imports::{ImportLog, InputIdentity, Recovered};
+use anyhow::Context;
+use silt_lake::imports::{ImportLog, InputIdentity, Recovered, RunRecord};
 use silt_lake::publish::DirectoryPublisher;
+use silt_lake::remote::record::{self, RemoteImportLog};
+use silt_lake::remote::LakeRoot;
 use silt_lake::single::{SingleFileWriter, SingleSummary};
 use silt_lake::{ImportSummary, LakeWriter, WriterConfig};
 
@@ -76,7 +79,33 @@ pub fn import(
     // see the lake right again.
     let replacements = silt_lake::replace::recover_if_idle(lake, silt_lake::replace::RECORD_GRACE)?
         .unwrap_or_default();
-    let done = log.runs()?;
+    let (kept, ids, skipped) = select_inputs(inputs, &log.runs()?, reimport)?;
+    let journal = log.begin()?;
+    let mut writer = writer.with_publisher(journal.publisher(Box::new(DirectoryPublisher))?);
+    let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
+    let summary = writer.finish()?;
+    let imported = imported_inputs(&run, &ids);
+    let run_id = journal.id.clone();
+    journal.finish(imported, &summary.files)?;
+    Ok(ImportOutcome {
+        summary,
+        run,
+        skipped,
+        recovered,
+        replacements,
+        run_id,
+    })
+}
+
+/// The inputs to read, their identities (in the same order), and the ones skipped: with
+/// [`Reimport::Skip`], every input whose content a run in `done` imported or that an earlier
+/// argument already gives.
+#[allow(clippy::type_complexity)]
+fn select_inputs(
+    inputs: Vec<Input>,
+    done: &[RunRecord],
+    reimport: Reimport,
+) -> anyhow::Result<(Vec<Input>, Vec<Option<InputIdentity>>, Vec<Skipped>)> {
     let mut skipped = Vec::new();
     let mut kept = Vec::new();
     let mut ids: Vec<Option<InputIdentity>> = Vec::new();
@@ -111,17 +140,56 @@ pub fn import(
         kept.push(input);
         ids.push(id);
     }
-    let journal = log.begin()?;
-    let mut writer = writer.with_publisher(journal.publisher(Box::new(DirectoryPublisher))?);
-    let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
-    let summary = writer.finish()?;
-    // Inputs that gave rows: checkpoint positions are input indexes (the file source's rule).
-    let imported: Vec<InputIdentity> = run
-        .streams
+    Ok((kept, ids, skipped))
+}
+
+/// The identities of the inputs that gave rows (checkpoint positions are input indexes: the
+/// file source's rule).
+fn imported_inputs(run: &RunReport, ids: &[Option<InputIdentity>]) -> Vec<InputIdentity> {
+    run.streams
         .iter()
         .filter(|s| !s.is_empty())
         .filter_map(|s| ids.get(s.checkpoint.position as usize).cloned().flatten())
-        .collect();
+        .collect()
+}
+
+/// [`import`] into the lake `lake` names: a directory, or an object store
+/// ([`silt_lake::remote`]). On an object store the files are written and sealed in a staging
+/// directory under `$TMPDIR` (removed when the import ends), then uploaded one by one as they
+/// are finished; the import record keeps the same promises (see
+/// [`silt_lake::remote::record`]).
+pub fn import_into(
+    inputs: Vec<Input>,
+    pipeline: Pipeline,
+    lake: &LakeRoot,
+    cfg: WriterConfig,
+    reimport: Reimport,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<ImportOutcome> {
+    let remote = match lake {
+        LakeRoot::Dir(dir) => return import(inputs, pipeline, dir, cfg, reimport, observer),
+        LakeRoot::Remote(r) => r,
+    };
+    let staging = tempfile::Builder::new()
+        .prefix("silt-staging-")
+        .tempdir()
+        .context("cannot create a staging directory for the upload (set TMPDIR to a disk with room for one file per table and partition being written)")?;
+    let pulled = record::pull_records(remote, staging.path())?;
+    let writer = LakeWriter::new(staging.path(), cfg)?;
+    let log = RemoteImportLog::new(remote.clone());
+    let recovered = log.recover()?;
+    let (kept, ids, skipped) = select_inputs(inputs, &log.runs()?, reimport)?;
+    let journal = log.begin()?;
+    let mut writer = writer.with_publisher(journal.publisher(staging.path()));
+    let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
+    let mut summary = writer.finish()?;
+    let pushed = record::push_records(remote, staging.path(), &pulled)?;
+    for p in &mut summary.rejects_files {
+        if let Some((_, up)) = pushed.iter().find(|(local, _)| local == p) {
+            *p = up.clone();
+        }
+    }
+    let imported = imported_inputs(&run, &ids);
     let run_id = journal.id.clone();
     journal.finish(imported, &summary.files)?;
     Ok(ImportOutcome {
@@ -129,7 +197,7 @@ pub fn import(
         run,
         skipped,
         recovered,
-        replacements,
+        replacements: Default::default(),
         run_id,
     })
 }

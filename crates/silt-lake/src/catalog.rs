@@ -3,16 +3,18 @@
 //! footers; Feather files are read).
 
 use std::fs::File;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arrow::array::{Array, TimestampMicrosecondArray};
 use arrow::datatypes::{DataType, TimeUnit};
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
 use parquet::file::statistics::Statistics;
 use silt_core::TableName;
 
 use crate::config::StoreKind;
+use crate::remote::LakeRoot;
 
 pub use crate::layout::{data_files, tables, DataFile};
 
@@ -33,8 +35,14 @@ pub struct TableInfo {
 
 /// Rows, files, bytes and time range of one table.
 pub fn table_info(lake: &Path, name: &TableName) -> anyhow::Result<TableInfo> {
-    let dir = lake.join(name.to_string());
-    let files = data_files(&dir)?;
+    table_info_in(&LakeRoot::Dir(lake.to_path_buf()), name)
+}
+
+/// [`table_info`] of a table in a lake that may be in an object store (footers read with range
+/// requests; a Feather file is read whole).
+pub fn table_info_in(lake: &LakeRoot, name: &TableName) -> anyhow::Result<TableInfo> {
+    let dir = lake.root_path().join(name.to_string());
+    let files = lake.data_files(name)?;
     let mut info = TableInfo {
         name: name.clone(),
         dir,
@@ -46,9 +54,17 @@ pub fn table_info(lake: &Path, name: &TableName) -> anyhow::Result<TableInfo> {
         last_ts: None,
     };
     for f in &files {
-        let (rows, tcol, range) = match f.store {
-            StoreKind::Parquet => parquet_file_facts(&f.path)?,
-            StoreKind::Feather => feather_file_facts(&f.path)?,
+        let (rows, tcol, range) = match (lake, f.store) {
+            (LakeRoot::Dir(_), StoreKind::Parquet) => {
+                parquet_file_facts(File::open(&f.path)?, &f.path)?
+            }
+            (LakeRoot::Dir(_), StoreKind::Feather) => {
+                feather_file_facts(File::open(&f.path)?, &f.path)?
+            }
+            (LakeRoot::Remote(r), StoreKind::Parquet) => parquet_file_facts(r.file(f)?, &f.path)?,
+            (LakeRoot::Remote(r), StoreKind::Feather) => {
+                feather_file_facts(r.file(f)?.reader(), &f.path)?
+            }
         };
         info.rows += rows;
         if info.time_column.is_none() {
@@ -64,8 +80,8 @@ pub fn table_info(lake: &Path, name: &TableName) -> anyhow::Result<TableInfo> {
 
 type Facts = (u64, Option<String>, Option<(i64, i64)>);
 
-fn parquet_file_facts(path: &Path) -> anyhow::Result<Facts> {
-    let r = SerializedFileReader::new(File::open(path)?)
+fn parquet_file_facts<C: ChunkReader + 'static>(file: C, path: &Path) -> anyhow::Result<Facts> {
+    let r = SerializedFileReader::new(file)
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
     let md = r.metadata();
     let rows = md.file_metadata().num_rows() as u64;
@@ -92,8 +108,8 @@ fn parquet_file_facts(path: &Path) -> anyhow::Result<Facts> {
     Ok((rows, tcol, range))
 }
 
-fn feather_file_facts(path: &Path) -> anyhow::Result<Facts> {
-    let r = arrow::ipc::reader::FileReader::try_new(File::open(path)?, None)
+fn feather_file_facts<R: Read + Seek>(file: R, path: &Path) -> anyhow::Result<Facts> {
+    let r = arrow::ipc::reader::FileReader::try_new(file, None)
         .with_context(|| format!("{} is not a readable Arrow IPC file", path.display()))?;
     let schema = r.schema();
     let tcol = silt_core::meta::time_column(&schema).map(str::to_string);

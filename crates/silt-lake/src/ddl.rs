@@ -31,9 +31,9 @@ use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use silt_core::TableName;
 
-use crate::catalog;
 use crate::config::{Partitioning, StoreKind};
 use crate::layout::NULL_PARTITION;
+use crate::remote::LakeRoot;
 
 /// The SQL dialect of the statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,8 @@ pub struct TableLayout {
 pub struct DdlOptions {
     pub dialect: Dialect,
     /// Where the lake's root directory is for the engine (`s3://bucket/prefix`); the table is
-    /// `<location>/<module>.<type>/`. Default: the local lake as `file://` (Trino, Spark) or a
+    /// `<location>/<module>.<type>/`. Default: a lake in an object store's own URL, a local
+    /// lake as `file://` (Trino, Spark) or a
     /// path (DuckDB). Athena needs it.
     pub location: Option<String>,
     /// Table name, optionally qualified (`security.zeek_conn`); default `module_type`.
@@ -95,13 +96,19 @@ pub struct DdlOptions {
 pub fn table_layout(lake: &Path, table: &TableName) -> anyhow::Result<TableLayout> {
     let lake = std::fs::canonicalize(lake)
         .with_context(|| format!("cannot open lake {}", lake.display()))?;
-    let dir = lake.join(table.to_string());
-    let files = catalog::data_files(&dir)?;
+    table_layout_in(&LakeRoot::Dir(lake), table)
+}
+
+/// [`table_layout`] of a table in a lake that may be in an object store.
+pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<TableLayout> {
+    let root = lake.root_path();
+    let dir = root.join(table.to_string());
+    let files = lake.data_files(table)?;
     anyhow::ensure!(
         !files.is_empty(),
         "table {table} has no data files in {} (tables: {})",
-        lake.display(),
-        catalog::tables(&lake)?
+        root.display(),
+        lake.tables()?
             .iter()
             .map(|t| t.to_string())
             .collect::<Vec<_>>()
@@ -110,21 +117,27 @@ pub fn table_layout(lake: &Path, table: &TableName) -> anyhow::Result<TableLayou
     let mut schema: Option<Schema> = None;
     let mut store = StoreKind::Parquet;
     for f in &files {
-        let s = match f.store {
-            StoreKind::Parquet => {
-                let md =
-                    ArrowReaderMetadata::load(&File::open(&f.path)?, ArrowReaderOptions::default())
-                        .with_context(|| {
-                            format!("{} is not a readable Parquet file", f.path.display())
-                        })?;
-                md.schema().as_ref().clone()
+        let unreadable = |kind: &str| format!("{} is not a readable {kind} file", f.path.display());
+        let s = match (lake, f.store) {
+            (LakeRoot::Dir(_), StoreKind::Parquet) => {
+                parquet_schema(&File::open(&f.path)?).with_context(|| unreadable("Parquet"))?
             }
-            StoreKind::Feather => {
+            (LakeRoot::Remote(r), StoreKind::Parquet) => {
+                parquet_schema(&r.file(f)?).with_context(|| unreadable("Parquet"))?
+            }
+            (_, StoreKind::Feather) => {
                 store = StoreKind::Feather;
-                let r = arrow::ipc::reader::FileReader::try_new(File::open(&f.path)?, None)
-                    .with_context(|| {
-                        format!("{} is not a readable Arrow IPC file", f.path.display())
-                    })?;
+                let r = match lake {
+                    LakeRoot::Dir(_) => arrow::ipc::reader::FileReader::try_new(
+                        Box::new(File::open(&f.path)?) as Box<dyn ReadSeek>,
+                        None,
+                    ),
+                    LakeRoot::Remote(r) => arrow::ipc::reader::FileReader::try_new(
+                        Box::new(r.file(f)?.reader()) as Box<dyn ReadSeek>,
+                        None,
+                    ),
+                }
+                .with_context(|| unreadable("Arrow IPC"))?;
                 r.schema().as_ref().clone()
             }
         };
@@ -135,31 +148,67 @@ pub fn table_layout(lake: &Path, table: &TableName) -> anyhow::Result<TableLayou
         });
     }
     // The lake's record of the table's partitioning (directories for lakes without one).
-    let partitioning = match crate::granularity::current(&lake, table)? {
-        Some(r) => r.partitioning()?,
-        None => Partitioning::None,
-    };
+    let partitioning = match lake {
+        LakeRoot::Dir(d) => crate::granularity::current(d, table)?.map(|r| r.partitioning()),
+        LakeRoot::Remote(_) => {
+            let rel = format!("{}/{table}.json", crate::granularity::TABLES_DIR);
+            match lake.read_record(&rel)? {
+                Some(b) => Some(
+                    serde_json::from_slice::<crate::granularity::TableRecord>(&b)
+                        .with_context(|| {
+                            format!("{}/{rel} is not a silt table record", root.display())
+                        })?
+                        .partitioning(),
+                ),
+                None => files
+                    .first()
+                    .and_then(|f| f.path.strip_prefix(&dir).ok())
+                    .and_then(crate::layout::partitioning_of_rel)
+                    .map(Ok),
+            }
+        }
+    }
+    .transpose()?
+    .unwrap_or(Partitioning::None);
     let mut dts: Vec<String> = Vec::new();
     if partitioning != Partitioning::None {
         let key = format!("{}=", top_partition_key(partitioning));
-        for e in std::fs::read_dir(&dir)? {
-            let name = e?.file_name().to_string_lossy().into_owned();
-            if let Some(v) = name.strip_prefix(&key) {
-                if v != NULL_PARTITION {
+        for f in &files {
+            let Ok(rel) = f.path.strip_prefix(&dir) else {
+                continue;
+            };
+            let Some(top) = rel.iter().next().and_then(|c| c.to_str()) else {
+                continue;
+            };
+            if let Some(v) = top.strip_prefix(&key) {
+                if v != NULL_PARTITION && dts.last().map(String::as_str) != Some(v) {
                     dts.push(v.to_string());
                 }
             }
         }
     }
     dts.sort();
+    dts.dedup();
     Ok(TableLayout {
         table: table.clone(),
         schema: schema.expect("at least one file"),
         partitioning,
         store,
         dt_range: dts.first().cloned().zip(dts.last().cloned()),
-        lake,
+        lake: root,
     })
+}
+
+trait ReadSeek: std::io::Read + std::io::Seek {}
+impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
+
+fn parquet_schema<C: parquet::file::reader::ChunkReader + 'static>(
+    c: &C,
+) -> anyhow::Result<Schema> {
+    Ok(ArrowReaderMetadata::load(c, ArrowReaderOptions::default())?
+        .schema()
+        .as_ref()
+        .clone())
 }
 
 /// The CREATE statement(s) for a table, ending with a newline.
@@ -206,8 +255,14 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
         .collect::<Vec<_>>()
         .join(".");
     let table_dir = t.table.to_string();
+    // A lake in an object store is its own location (`s3://bucket/prefix`).
+    let remote = t
+        .lake
+        .to_str()
+        .filter(|l| l.starts_with("s3://") || l.starts_with("s3a://"));
     let location = match (&o.location, d) {
         (Some(l), _) => format!("{}/{table_dir}", l.trim_end_matches('/')),
+        (None, _) if remote.is_some() => format!("{}/{table_dir}", remote.unwrap_or_default()),
         (None, Dialect::Athena) => anyhow::bail!(
             "Athena reads from S3: give the lake's S3 location with --location s3://bucket/prefix"
         ),

@@ -10,23 +10,47 @@ use std::path::Path;
 
 use anyhow::Context;
 use parquet::basic::{LogicalType, TimeUnit as PqTimeUnit};
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescriptor;
 use serde_json::{json, Value};
 
-/// A structured description of a file (render it with [`render_text`] or as JSON).
+/// A structured description of a file (render it with [`render_text`] or as JSON); `path` may
+/// be an object's URL (`s3://bucket/key.parquet`, read in ranges: [`crate::remote`]).
 pub fn inspect(path: &Path) -> anyhow::Result<Value> {
+    if crate::remote::is_remote(path) {
+        let url = path.to_str().unwrap_or_default();
+        let rest = url.split_once("://").map(|(_, r)| r).unwrap_or_default();
+        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("s3");
+        let lake = std::sync::Arc::new(crate::remote::RemoteLake::open(&format!(
+            "{scheme}://{bucket}"
+        ))?);
+        let size = lake.size(key)?;
+        let file = crate::remote::file::RemoteFile::new(lake.clone(), lake.key(key), size);
+        let head = file.get_bytes(0, 6.min(size as usize))?;
+        return if head.starts_with(b"PAR1") {
+            inspect_parquet(file, path, size)
+        } else if &head[..] == b"ARROW1" {
+            inspect_feather(file.reader(), path, size)
+        } else {
+            anyhow::bail!(
+                "{} is neither a Parquet nor an Arrow IPC (Feather) file",
+                path.display()
+            )
+        };
+    }
     let mut head = [0u8; 6];
-    {
+    let size = {
         use std::io::Read;
         let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let _ = f.read(&mut head)?;
-    }
+        f.metadata()?.len()
+    };
     if &head[..4] == b"PAR1" {
-        inspect_parquet(path)
+        inspect_parquet(File::open(path)?, path, size)
     } else if &head == b"ARROW1" {
-        inspect_feather(path)
+        inspect_feather(File::open(path)?, path, size)
     } else {
         anyhow::bail!(
             "{} is neither a Parquet nor an Arrow IPC (Feather) file",
@@ -35,8 +59,12 @@ pub fn inspect(path: &Path) -> anyhow::Result<Value> {
     }
 }
 
-fn inspect_parquet(path: &Path) -> anyhow::Result<Value> {
-    let r = SerializedFileReader::new(File::open(path)?)
+fn inspect_parquet<C: ChunkReader + 'static>(
+    file: C,
+    path: &Path,
+    size: u64,
+) -> anyhow::Result<Value> {
+    let r = SerializedFileReader::new(file)
         .with_context(|| format!("{}: cannot read the Parquet footer", path.display()))?;
     let md = r.metadata();
     let fm = md.file_metadata();
@@ -117,7 +145,7 @@ fn inspect_parquet(path: &Path) -> anyhow::Result<Value> {
     Ok(json!({
         "file": path.display().to_string(),
         "format": "parquet",
-        "bytes": std::fs::metadata(path)?.len(),
+        "bytes": size,
         "rows": fm.num_rows(),
         "created_by": fm.created_by(),
         "version": fm.version(),
@@ -195,8 +223,12 @@ fn render_stat(s: &Statistics, d: &ColumnDescriptor, min: bool) -> Option<String
     })
 }
 
-fn inspect_feather(path: &Path) -> anyhow::Result<Value> {
-    let r = arrow::ipc::reader::FileReader::try_new(File::open(path)?, None)
+fn inspect_feather<R: std::io::Read + std::io::Seek>(
+    file: R,
+    path: &Path,
+    size: u64,
+) -> anyhow::Result<Value> {
+    let r = arrow::ipc::reader::FileReader::try_new(file, None)
         .with_context(|| format!("{}: cannot read the Arrow IPC footer", path.display()))?;
     let schema = r.schema();
     let mut batches = Vec::new();
@@ -211,7 +243,7 @@ fn inspect_feather(path: &Path) -> anyhow::Result<Value> {
     Ok(json!({
         "file": path.display().to_string(),
         "format": "feather",
-        "bytes": std::fs::metadata(path)?.len(),
+        "bytes": size,
         "rows": rows,
         "metadata": schema.metadata(),
         "columns": schema.fields().iter().map(|f| json!({"name": f.name(), "type": f.data_type().to_string()})).collect::<Vec<_>>(),

@@ -292,7 +292,12 @@ pub fn parse_date(s: &str) -> Option<i32> {
 /// when the table has no files yet.
 pub fn existing_partitioning(table_dir: &Path) -> Option<Partitioning> {
     let file = data_files(table_dir).ok()?.into_iter().next()?;
-    let rel = file.path.strip_prefix(table_dir).ok()?;
+    partitioning_of_rel(file.path.strip_prefix(table_dir).ok()?)
+}
+
+/// The partitioning a data file's path below its table directory shows (`dt=…/hour=…/f` is
+/// hour partitioning); `None` for a layout silt does not write.
+pub fn partitioning_of_rel(rel: &Path) -> Option<Partitioning> {
     let parts: Vec<String> = rel
         .parent()
         .map(|p| p.iter().map(|c| c.to_string_lossy().into_owned()).collect())

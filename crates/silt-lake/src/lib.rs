@@ -46,6 +46,7 @@ pub mod layout;
 mod narrow;
 pub mod publish;
 pub mod rejects;
+pub mod remote;
 pub mod replace;
 pub mod retain;
 pub mod single;

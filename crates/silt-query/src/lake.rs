@@ -11,7 +11,10 @@
 //! [`LakeIndex::warnings`] (the caller shows them), so one damaged file does not make a whole lake
 //! unqueryable and is never skipped silently.
 //!
-//! This module only reads files under the lake directory.
+//! A lake in an object store ([`silt_lake::remote`]) is listed with one recursive listing and
+//! its footers are read with range requests ([`LakeIndex::scan_remote`]).
+//!
+//! This module only reads files under the lake directory (or prefix).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -25,6 +28,8 @@ use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, Tim
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use silt_core::TableName;
+use silt_lake::remote::file::RemoteFile;
+use silt_lake::remote::{LakeRoot, RemoteLake};
 
 /// Microseconds in an hour and in a day.
 const HOUR_US: i64 = 3_600_000_000;
@@ -82,6 +87,9 @@ pub struct TableIndex {
     pub file_schema: SchemaRef,
     /// The event-time column (`silt.time_column`), when it exists and is a timestamp.
     pub time_column: Option<String>,
+    /// The object store holding the files, for a lake in one ([`silt_lake::remote`]); the
+    /// file paths are then below [`RemoteLake::root_path`].
+    pub remote: Option<Arc<RemoteLake>>,
 }
 
 impl TableIndex {
@@ -105,9 +113,77 @@ pub struct LakeIndex {
     pub tables: BTreeMap<TableName, TableIndex>,
     /// Files left out because they could not be read, with the reason.
     pub warnings: Vec<String>,
+    /// The object store, for a lake in one (`root` is then its URL).
+    pub remote: Option<Arc<RemoteLake>>,
 }
 
 impl LakeIndex {
+    /// [`LakeIndex::scan`] of a local lake, or [`LakeIndex::scan_remote`] of one in an object
+    /// store.
+    pub fn open(root: &LakeRoot) -> anyhow::Result<Self> {
+        match root {
+            LakeRoot::Dir(d) => Self::scan(d),
+            LakeRoot::Remote(r) => Self::scan_remote(r.clone()),
+        }
+    }
+
+    /// Lists an object-store lake (one recursive listing) and reads every data file's footer
+    /// with range requests; the same listing rules as a local lake, except that a lake in an
+    /// object store has no compaction replacements (compaction does not run there yet).
+    pub fn scan_remote(lake: Arc<RemoteLake>) -> anyhow::Result<Self> {
+        let root = lake.root_path();
+        let mut by_table: BTreeMap<TableName, Vec<(PathBuf, FileFormat, u64, SystemTime)>> =
+            BTreeMap::new();
+        for o in lake.list("")? {
+            let parts: Vec<&str> = o.rel.split('/').collect();
+            if parts.len() < 2 || parts.iter().any(|c| silt_lake::layout::is_hidden(c)) {
+                continue;
+            }
+            let Some(table) = TableName::parse(parts[0]) else {
+                continue;
+            };
+            let path = root.join(&o.rel);
+            let Some(format) = FileFormat::from_path(&path) else {
+                continue;
+            };
+            by_table
+                .entry(table)
+                .or_default()
+                .push((path, format, o.size, o.modified));
+        }
+        let mut index = LakeIndex {
+            root: root.clone(),
+            remote: Some(lake.clone()),
+            ..Default::default()
+        };
+        for (table, mut listed) in by_table {
+            listed.sort_by(|a, b| a.0.cmp(&b.0));
+            let dir = root.join(table.to_string());
+            let read = |(p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime)| {
+                let key = lake.key_of(p)?;
+                let file = RemoteFile::new(lake.clone(), key, *size);
+                read_info_from(&dir, p, *f, *size, *modified, &file, || {
+                    Ok::<_, std::io::Error>(file.reader())
+                })
+            };
+            let infos = parallel(&listed, read);
+            let mut files = Vec::with_capacity(listed.len());
+            for ((path, ..), info) in listed.iter().zip(infos) {
+                match info {
+                    Ok(f) => files.push(f),
+                    Err(e) => index
+                        .warnings
+                        .push(format!("skipped {}: {e:#}", path.display())),
+                }
+            }
+            if let Some(mut t) = assemble_table(table.clone(), &dir, files) {
+                t.remote = Some(lake.clone());
+                index.tables.insert(table, t);
+            }
+        }
+        Ok(index)
+    }
+
     /// Walks `root` and reads every data file's footer.
     pub fn scan(root: &Path) -> anyhow::Result<Self> {
         let root = root
@@ -284,23 +360,29 @@ fn assemble_table(name: TableName, dir: &Path, mut files: Vec<DataFile>) -> Opti
         files,
         file_schema: Arc::new(schema),
         time_column,
+        remote: None,
     })
 }
 
 /// Reads the footers of `paths`, on several threads for large tables (footer reads are small
 /// random reads: latency-bound, not bandwidth-bound).
 fn read_all(dir: &Path, paths: &[(PathBuf, FileFormat)]) -> Vec<anyhow::Result<DataFile>> {
+    parallel(paths, |(p, f)| read_file_info(dir, p, *f))
+}
+
+/// `one` over `items`, on up to 8 threads when there are many (in order).
+fn parallel<T: Sync, R: Send>(items: &[T], one: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
-    let one = |(p, f): &(PathBuf, FileFormat)| read_file_info(dir, p, *f);
-    if paths.len() < 64 || threads == 1 {
-        return paths.iter().map(one).collect();
+    if items.len() < 64 || threads == 1 {
+        return items.iter().map(&one).collect();
     }
+    let one = &one;
     std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(paths.len().div_ceil(threads))
+        let handles: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
             .map(|chunk| s.spawn(move || chunk.iter().map(one).collect::<Vec<_>>()))
             .collect();
         handles
@@ -330,11 +412,32 @@ fn nullable_type(t: &DataType) -> DataType {
 fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::Result<DataFile> {
     let file = File::open(path)?;
     let md = file.metadata()?;
+    let modified = md.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    read_info_from(table_dir, path, format, md.len(), modified, &file, || {
+        file.try_clone()
+    })
+}
+
+/// A data file's entry from its footer, read from `source` (Parquet) or `reader()` (Feather).
+fn read_info_from<C, R, E>(
+    table_dir: &Path,
+    path: &Path,
+    format: FileFormat,
+    size: u64,
+    modified: SystemTime,
+    source: &C,
+    reader: impl FnOnce() -> Result<R, E>,
+) -> anyhow::Result<DataFile>
+where
+    C: parquet::file::reader::ChunkReader + 'static,
+    R: std::io::Read + std::io::Seek,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let part = silt_lake::layout::partition_of(table_dir, path);
     let (dt, hour, default) = (part.dt, part.hour, part.null);
     let (schema, row_groups, time_stats) = match format {
         FileFormat::Parquet => {
-            let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+            let meta = ArrowReaderMetadata::load(source, ArrowReaderOptions::new())?;
             let stats = silt_core::meta::time_column(meta.schema()).and_then(|c| {
                 parquet_time_bounds(&meta, c)
                     .ok()
@@ -348,7 +451,7 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
             )
         }
         FileFormat::Feather => {
-            let reader = arrow::ipc::reader::FileReader::try_new(file, None)?;
+            let reader = arrow::ipc::reader::FileReader::try_new(reader()?, None)?;
             (reader.schema(), reader.num_batches(), None)
         }
     };
@@ -385,8 +488,8 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
     Ok(DataFile {
         path: path.to_path_buf(),
         format,
-        size: md.len(),
-        modified: md.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        size,
+        modified,
         dt: if default { None } else { dt },
         hour: if default { None } else { hour },
         month: part.month.map(|(y, m)| format!("{y:04}-{m:02}")),

@@ -168,6 +168,7 @@ impl SiltTable {
                     files: Vec::new(),
                     file_schema: schema,
                     time_column,
+                    remote: None,
                 })
             }
         };
@@ -296,9 +297,23 @@ impl SiltTable {
             .ok_or_else(|| DataFusionError::Plan("partition predicate is not boolean".into()))
     }
 
+    /// The store the table's files are read from (registered with the session by
+    /// [`crate::session`] for a lake in an object store).
+    fn store_url(&self) -> Result<ObjectStoreUrl> {
+        match &self.index.remote {
+            None => Ok(ObjectStoreUrl::local_filesystem()),
+            Some(r) => ObjectStoreUrl::parse(r.store_url()),
+        }
+    }
+
     fn partitioned_file(&self, f: &DataFile) -> Result<PartitionedFile> {
-        let location = ObjectPath::from_filesystem_path(&f.path)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let location = match &self.index.remote {
+            None => ObjectPath::from_filesystem_path(&f.path)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?,
+            Some(r) => r
+                .key_of(&f.path)
+                .map_err(|e| DataFusionError::External(e.into()))?,
+        };
         let meta = ObjectMeta {
             location,
             last_modified: f.modified.into(),
@@ -327,7 +342,7 @@ impl SiltTable {
             .map(|f| self.partitioned_file(f))
             .collect::<Result<Vec<_>>>()?;
         let groups = FileGroup::new(pfs).split_files(state.config().target_partitions());
-        let conf = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+        let conf = FileScanConfigBuilder::new(self.store_url()?, Arc::new(source))
             .with_file_groups(groups)
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)
@@ -375,12 +390,11 @@ impl SiltTable {
                 .collect::<Result<Vec<_>>>()?;
             let groups = FileGroup::new(pfs).split_files(state.config().target_partitions());
             let source = ArrowSource::new_file_source(ts);
-            let conf =
-                FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
-                    .with_file_groups(groups)
-                    .with_projection_indices(Some(indices))?
-                    .with_limit(limit)
-                    .build();
+            let conf = FileScanConfigBuilder::new(self.store_url()?, Arc::new(source))
+                .with_file_groups(groups)
+                .with_projection_indices(Some(indices))?
+                .with_limit(limit)
+                .build();
             let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(conf);
             out.push(Arc::new(ConformExec::new(scan, projected.clone())) as _);
         }

@@ -103,13 +103,16 @@ impl SiltSession {
         self
     }
 
-    /// Walks the lake and registers its tables; see the module documentation.
+    /// Walks the lake (a directory, or `s3://bucket/prefix`: see [`silt_lake::remote`]) and
+    /// registers its tables; see the module documentation.
     pub async fn open(lake: &Path) -> anyhow::Result<Self> {
         let lake = lake.to_path_buf();
-        // Reading footers is blocking file I/O.
-        let index = tokio::task::spawn_blocking(move || LakeIndex::scan(&lake))
-            .await
-            .context("lake scan panicked")??;
+        // Opening a store and reading footers is blocking I/O.
+        let index = tokio::task::spawn_blocking(move || {
+            LakeIndex::open(&silt_lake::remote::LakeRoot::open(&lake)?)
+        })
+        .await
+        .context("lake scan panicked")??;
         Self::live(Arc::new(index), Default::default(), None)
     }
 
@@ -133,6 +136,10 @@ impl SiltSession {
             }
         };
         ctx.register_udf(crate::cidr::cidr_contains_udf());
+        if let Some(r) = &index.remote {
+            let url = datafusion::execution::object_store::ObjectStoreUrl::parse(r.store_url())?;
+            ctx.register_object_store(url.as_ref(), r.store());
+        }
         let catalog = ctx
             .catalog("datafusion")
             .context("default catalog missing")?;

@@ -92,10 +92,11 @@ fn fmt_ts(t: Option<i64>) -> String {
 
 /// Each table's rows, files, bytes and time range, as a table or as JSON.
 pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
-    let names = catalog::tables(lake)?;
+    let root = silt_lake::remote::LakeRoot::open(lake)?;
+    let names = root.tables()?;
     let infos = names
         .iter()
-        .map(|n| catalog::table_info(lake, n))
+        .map(|n| catalog::table_info_in(&root, n))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if json {
         let v: Vec<serde_json::Value> = infos

@@ -11,6 +11,7 @@ use silt_lake::WriterConfig;
 use crate::cli::CompactArgs;
 
 pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
+    silt_lake::remote::LakeRoot::local(&a.lake, "silt compact")?;
     let tables = a
         .table
         .iter()

@@ -18,7 +18,10 @@ pub fn run(a: DdlArgs) -> anyhow::Result<i32> {
         DdlDialect::Spark => Dialect::Spark,
         DdlDialect::Duckdb => Dialect::DuckDb,
     };
-    let layout = ddl::table_layout(&a.lake, &table)?;
+    let layout = match silt_lake::remote::LakeRoot::open(&a.lake)? {
+        silt_lake::remote::LakeRoot::Dir(d) => ddl::table_layout(&d, &table)?,
+        remote => ddl::table_layout_in(&remote, &table)?,
+    };
     let sql = ddl::create_statement(
         &layout,
         &DdlOptions {

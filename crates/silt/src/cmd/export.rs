@@ -4,6 +4,7 @@
 use crate::cli::ExportArgs;
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
+    silt_lake::remote::LakeRoot::local(&a.lake, "silt export")?;
     anyhow::ensure!(
         a.lake.is_dir(),
         "lake {} does not exist: import logs first (silt import ... --lake {})",

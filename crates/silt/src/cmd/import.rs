@@ -23,7 +23,8 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     } else {
         silt_ingest::Reimport::Skip
     };
-    let done = silt_ingest::jobs::import(inputs, pipeline, &a.lake, cfg, reimport, &mut bar)?;
+    let lake = silt_lake::remote::LakeRoot::open(&a.lake)?;
+    let done = silt_ingest::jobs::import_into(inputs, pipeline, &lake, cfg, reimport, &mut bar)?;
     drop(bar);
     render::import_summary(&done, &a.lake, a.format == "auto");
     let (s, run) = (&done.summary, &done.run);

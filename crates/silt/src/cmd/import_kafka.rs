@@ -14,6 +14,7 @@ use crate::cli::ImportArgs;
 use crate::opts;
 
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
+    silt_lake::remote::LakeRoot::local(&a.lake, "silt import kafka")?;
     anyhow::ensure!(
         a.inputs.is_empty(),
         "silt import kafka reads topics, not files: drop {} (or import them with their format)",

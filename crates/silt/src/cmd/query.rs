@@ -26,7 +26,7 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         return remote(&a, server, format);
     }
     let lake = a.lake.clone().expect("clap requires --lake or --server");
-    if !lake.is_dir() {
+    if !lake.is_dir() && !silt_lake::remote::is_remote(&lake) {
         anyhow::bail!(
             "lake {} does not exist: import logs first (silt import ... --lake {})",
             lake.display(),

@@ -8,6 +8,7 @@ use silt_lake::summary::human_bytes;
 use crate::cli::RetainArgs;
 
 pub fn run(a: RetainArgs) -> anyhow::Result<i32> {
+    silt_lake::remote::LakeRoot::local(&a.lake, "silt retain")?;
     let per_table = crate::opts::retention_windows(&a.table, "--table")?;
     let opts = RetainOptions {
         keep: a.keep,

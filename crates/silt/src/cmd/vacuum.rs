@@ -8,6 +8,7 @@ use silt_lake::vacuum::{vacuum, VacuumOptions};
 use crate::cli::VacuumArgs;
 
 pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
+    silt_lake::remote::LakeRoot::local(&a.lake, "silt vacuum")?;
     let opts = VacuumOptions {
         grace: a.grace,
         dry_run: a.dry_run,

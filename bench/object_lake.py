@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Object-store lake against a local one (issue 25, benchmark 3): the same `silt import` and the
+same queries on `--lake DIR` and on `--lake s3://bucket/prefix` served by MinIO on this machine
+(scripts/minio.sh), with the ratio s3/local printed for each.
+
+Inputs: the real-derived Zeek conn log (the corpus's `zeek-tsv/vast/conn.log` repeated with
+shifted times, uids and addresses, as bench/zeek_convert.py makes it) and, with --gen, the
+generator's dense conn log. Queries: a count in a time window, a top-N, a needle by uid; each is a
+whole `silt query` process (start-up, listing and footers included), median of --runs.
+
+MinIO runs on the same 2 cores as silt and stores to the same disk, so the ratio is the cost of
+the S3 protocol (HTTP, signing, listing, range requests) over local file access, not of a network.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zeek_convert  # noqa: E402  (real-derived inputs, measured runs)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def minio_env():
+    out = subprocess.run(["bash", str(ROOT / "scripts/minio.sh"), "start"], check=True,
+                         capture_output=True, text=True).stdout
+    env = dict(os.environ)
+    for line in out.splitlines():
+        if line.startswith("export ") and "=" in line:
+            k, v = line[len("export "):].split("=", 1)
+            env[k] = v
+    return env
+
+
+def bucket(name):
+    subprocess.run(["bash", str(ROOT / "scripts/minio.sh"), "bucket", name], check=True,
+                   capture_output=True)
+
+
+def timed(cmd, env, runs):
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        if p.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr[-2000:]}")
+        out = p.stdout
+    return statistics.median(times), out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--silt", required=True)
+    ap.add_argument("--events", type=int, default=2_000_000, help="records (default 2000000)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per measure; the median (default 3)")
+    ap.add_argument("--partition", default="auto", help="--partition for the imports (default auto)")
+    ap.add_argument("--out", default=str(ROOT / "bench/out"))
+    ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "silt-bench-s3"))
+    a = ap.parse_args()
+
+    env = minio_env()
+    src = zeek_convert.real_input("conn", a.events, 8462 / 24, Path(a.out) / "zeek-real")
+    size = src.stat().st_size
+    work = Path(a.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rows = []
+
+    def import_to(lake):
+        # A fresh lake each run: a re-run would be skipped by the import record.
+        return [a.silt, "import", "zeek", str(src), "--lake", lake, "-q", "--partition", a.partition]
+
+    local_t, s3_t = [], []
+    for r in range(a.runs):
+        lake = work / f"local-{r}"
+        t = time.perf_counter()
+        subprocess.run(import_to(str(lake)), env=env, check=True, capture_output=True)
+        local_t.append(time.perf_counter() - t)
+        b = f"silt-bench-{os.getpid()}-{r}"
+        bucket(b)
+        t = time.perf_counter()
+        p = subprocess.run(import_to(f"s3://{b}/lake"), env=env, capture_output=True, text=True)
+        s3_t.append(time.perf_counter() - t)
+        if p.returncode != 0:
+            sys.exit(f"s3 import failed: {p.stderr[-2000:]}")
+    lt, st = statistics.median(local_t), statistics.median(s3_t)
+    rows.append(("import (MB/s of input)", size / 1e6 / lt, size / 1e6 / st))
+    local = str(work / "local-0")
+    s3 = f"s3://silt-bench-{os.getpid()}-0/lake"
+    tables = json.loads(subprocess.run([a.silt, "tables", "--lake", s3, "--json"], env=env, check=True,
+                                       capture_output=True, text=True).stdout)
+    files = sum(t["files"] for t in tables)
+    nbytes = sum(t["bytes"] for t in tables)
+
+    uid = subprocess.run([a.silt, "query", "--lake", local, "--format", "csv",
+                          "SELECT uid FROM zeek.conn ORDER BY ts DESC LIMIT 1 OFFSET 12345"],
+                         env=env, check=True, capture_output=True, text=True).stdout.split()[-1]
+    lo = subprocess.run([a.silt, "query", "--lake", local, "--format", "csv",
+                         "SELECT min(ts) + INTERVAL '30 days' FROM zeek.conn"],
+                        env=env, check=True, capture_output=True, text=True).stdout.split("\n")[1]
+    queries = {
+        "count in a 2-day window": f"SELECT count(*) FROM zeek.conn WHERE ts >= TIMESTAMP '{lo}' "
+                                   f"AND ts < TIMESTAMP '{lo}' + INTERVAL '2 days'",
+        "top-10 responder ports": "SELECT id.resp_p, count(*) n FROM zeek.conn GROUP BY 1 "
+                                  "ORDER BY n DESC LIMIT 10",
+        "needle by uid": f"SELECT ts, uid, id.orig_h FROM zeek.conn WHERE uid = '{uid}'",
+        "full count": "SELECT count(*), sum(orig_bytes) FROM zeek.conn",
+    }
+    for name, q in queries.items():
+        lq, lout = timed([a.silt, "query", "--lake", local, "--format", "csv", q], env, a.runs)
+        sq, sout = timed([a.silt, "query", "--lake", s3, "--format", "csv", q], env, a.runs)
+        if lout != sout:
+            sys.exit(f"answers differ for {name}:\nlocal: {lout}\ns3: {sout}")
+        rows.append((f"query: {name} (s)", lq, sq))
+
+    lines = [f"# object-store lake (MinIO) vs local, {time.strftime('%Y-%m-%d %H:%M')}", "",
+             f"input: {src.name}, {a.events} real-derived conn records, {size / 1e6:.0f} MB; "
+             f"lake: {files} files, {nbytes / 1e6:.1f} MB (--partition {a.partition}); "
+             f"median of {a.runs} runs; answers equal", "",
+             "| measure | local | s3 (MinIO) | s3/local |", "|---|---|---|---|"]
+    for name, l, s in rows:
+        ratio = (l / s) if "MB/s" in name else (s / l)
+        lines.append(f"| {name} | {l:.2f} | {s:.2f} | {ratio:.2f} |")
+    lines.append("")
+    lines.append("s3/local: for throughput, local rate / s3 rate; for times, s3 time / local time "
+                 "(above 1: slower on the object store).")
+    text = "\n".join(lines)
+    print(text)
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    (Path(a.out) / "object-lake.md").write_text(text + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
