@@ -339,11 +339,7 @@ impl ImportLog {
 
     /// Starts a run: its journal, locked for as long as the returned [`Run`] lives.
     pub fn begin(&self) -> anyhow::Result<Run> {
-        let id = format!(
-            "{}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        );
+        let id = new_run_id();
         let path = self.dir.join(format!("{id}.journal"));
         // Locked under a name recovery does not look at, then renamed: another process's
         // recovery must never find the journal unlocked (it would take it for a dead run's).
@@ -366,6 +362,15 @@ impl ImportLog {
             flush: self.dir.join(&self.flush),
         })
     }
+}
+
+/// A new run's id: its start time (for a readable order) and 8 random hex digits.
+pub(crate) fn new_run_id() -> String {
+    format!(
+        "{}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S"),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
 }
 
 /// A run in progress; see the module documentation.

@@ -166,7 +166,7 @@ impl LakeIndex {
                     Ok::<_, std::io::Error>(file.reader())
                 })
             };
-            let infos = parallel(&listed, read);
+            let infos = parallel(&listed, REMOTE_READERS, 2, read);
             let mut files = Vec::with_capacity(listed.len());
             for ((path, ..), info) in listed.iter().zip(infos) {
                 match info {
@@ -367,16 +367,25 @@ fn assemble_table(name: TableName, dir: &Path, mut files: Vec<DataFile>) -> Opti
 /// Reads the footers of `paths`, on several threads for large tables (footer reads are small
 /// random reads: latency-bound, not bandwidth-bound).
 fn read_all(dir: &Path, paths: &[(PathBuf, FileFormat)]) -> Vec<anyhow::Result<DataFile>> {
-    parallel(paths, |(p, f)| read_file_info(dir, p, *f))
-}
-
-/// `one` over `items`, on up to 8 threads when there are many (in order).
-fn parallel<T: Sync, R: Send>(items: &[T], one: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
-    if items.len() < 64 || threads == 1 {
+    parallel(paths, threads, 64, |(p, f)| read_file_info(dir, p, *f))
+}
+
+/// Footer reads of an object store in flight at once: each is a round trip or two, so the
+/// number of cores does not bound them.
+const REMOTE_READERS: usize = 16;
+
+/// `one` over `items` (in order), on up to `threads` threads when there are at least `min`.
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    min: usize,
+    one: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    if items.len() < min || threads <= 1 {
         return items.iter().map(&one).collect();
     }
     let one = &one;

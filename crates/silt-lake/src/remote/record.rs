@@ -141,11 +141,7 @@ impl RemoteImportLog {
 
     /// Starts a run: writes its journal and keeps it fresh until the run finishes or is dropped.
     pub fn begin(&self) -> anyhow::Result<RemoteRun> {
-        let id = format!(
-            "{}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        );
+        let id = crate::imports::new_run_id();
         let journal = Journal {
             run: id.clone(),
             host: host_name(),
