@@ -10,17 +10,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/silt-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# A one-shot run gains nothing from incremental caches (gigabytes per crate set); a developer who
+# wants them sets CARGO_INCREMENTAL=1.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 echo "== reference tools (tshark, chromium) from Debian, if missing"
 scripts/apt-deps.sh
 
+# Cargo's JSON messages of every build below, for scripts/prune-target.sh (diagnostics are still
+# rendered on stderr as usual).
+messages="$(mktemp)"
+trap 'rm -f "$messages"' EXIT
+json=(--message-format=json-render-diagnostics)
+
 echo "== formatting and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets "${json[@]}" -- -D warnings >>"$messages"
 
 echo "== Python clients and DuckDB (scripts/pyenv.sh)"
 PY="$(scripts/pyenv.sh)"
 export SILT_PYTHON="$PY"
+
+echo "== build the tests and the binary, then drop what earlier builds left in the target"
+cargo test --workspace --no-run "${json[@]}" >>"$messages"
+cargo build -p silt "${json[@]}" >>"$messages"
+scripts/prune-target.sh "$CARGO_TARGET_DIR" <"$messages"
 
 echo "== cargo test"
 cargo test --workspace
