@@ -33,12 +33,22 @@ export SILT_PYTHON="$PY"
 
 echo "== build the tests and the binary, then drop what earlier builds left in the target"
 cargo test --workspace --no-run "${json[@]}" >>"$messages"
-cargo build -p silt "${json[@]}" >>"$messages"
 scripts/prune-target.sh "$CARGO_TARGET_DIR" <"$messages"
+# The `silt` binary that build made for the integration tests (a separate `cargo build -p silt`
+# would resolve other dependency features and build DataFusion a second time).
+SILT_BIN="$(python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line) if line.startswith("{") else {}
+    t = m.get("target", {})
+    if m.get("executable") and t.get("name") == "silt" and "bin" in t.get("kind", []):
+        print(m["executable"])
+        break
+' <"$messages")"
+[ -x "$SILT_BIN" ] || { echo "no silt binary in the test build" >&2; exit 1; }
 
 echo "== cargo test"
 cargo test --workspace
 
 echo "== cross-checks with DuckDB"
-cargo build -p silt
-SILT="$CARGO_TARGET_DIR/debug/silt" "$PY" tests/crosscheck.py
+SILT="$SILT_BIN" "$PY" tests/crosscheck.py
