@@ -12,7 +12,9 @@
 //! unqueryable and is never skipped silently.
 //!
 //! A lake in an object store ([`silt_lake::remote`]) is listed with one recursive listing and
-//! its footers are read with range requests ([`LakeIndex::scan_remote`]).
+//! its footers are read with range requests, 16 at a time, through the local footer cache
+//! ([`silt_lake::remote::footers`]: lake files are immutable, so a footer is read from the store
+//! once per machine); see [`LakeIndex::scan_remote`].
 //!
 //! This module only reads files under the lake directory (or prefix).
 
@@ -27,8 +29,10 @@ use arrow::array::{Array, TimestampMicrosecondArray};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::file::metadata::ParquetMetaData;
 use silt_core::TableName;
 use silt_lake::remote::file::RemoteFile;
+use silt_lake::remote::footers::FooterCache;
 use silt_lake::remote::{LakeRoot, RemoteLake};
 
 /// Microseconds in an hour and in a day.
@@ -73,6 +77,10 @@ pub struct DataFile {
     pub time: TimeBounds,
     /// Bounds of the file's own time column from its Parquet statistics, when complete.
     time_stats: Option<(String, TimeBounds)>,
+    /// The Parquet footer as read, for a file in an object store (up to [`FOOTERS_KEPT`] bytes
+    /// of them per lake): handed to DataFusion's metadata cache so that a scan does not read it
+    /// from the store a second time.
+    pub footer: Option<Arc<ParquetMetaData>>,
 }
 
 /// One table: its name, files and unified schema.
@@ -128,9 +136,15 @@ impl LakeIndex {
     }
 
     /// Lists an object-store lake (one recursive listing) and reads every data file's footer
-    /// with range requests; the same listing rules as a local lake, except that a lake in an
-    /// object store has no compaction replacements (compaction does not run there yet).
+    /// with range requests, through the footer cache `SILT_FOOTER_CACHE` names
+    /// ([`FooterCache::from_env`]); the same listing rules as a local lake, except that a lake in
+    /// an object store has no compaction replacements (compaction does not run there yet).
     pub fn scan_remote(lake: Arc<RemoteLake>) -> anyhow::Result<Self> {
+        Self::scan_remote_with(lake, &FooterCache::from_env())
+    }
+
+    /// [`LakeIndex::scan_remote`] with the footer cache `footers`.
+    pub fn scan_remote_with(lake: Arc<RemoteLake>, footers: &FooterCache) -> anyhow::Result<Self> {
         let root = lake.root_path();
         let mut by_table: BTreeMap<TableName, Vec<(PathBuf, FileFormat, u64, SystemTime)>> =
             BTreeMap::new();
@@ -159,12 +173,18 @@ impl LakeIndex {
         for (table, mut listed) in by_table {
             listed.sort_by(|a, b| a.0.cmp(&b.0));
             let dir = root.join(table.to_string());
-            let read = |(p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime)| {
+            let read = |(p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime)| -> anyhow::Result<DataFile> {
                 let key = lake.key_of(p)?;
-                let file = RemoteFile::new(lake.clone(), key, *size);
-                read_info_from(&dir, p, *f, *size, *modified, &file, || {
-                    Ok::<_, std::io::Error>(file.reader())
-                })
+                let mut footer = None;
+                let parquet = || {
+                    let md = footers.footer(&lake, &key, *size, *modified)?;
+                    footer = Some(md.clone());
+                    Ok(ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new())?)
+                };
+                let feather = || Ok(RemoteFile::new(lake.clone(), key.clone(), *size).reader());
+                let mut info = read_info_from(&dir, p, *f, *size, *modified, parquet, feather)?;
+                info.footer = footer;
+                Ok(info)
             };
             let infos = parallel(&listed, REMOTE_READERS, 2, read);
             let mut files = Vec::with_capacity(listed.len());
@@ -181,6 +201,17 @@ impl LakeIndex {
                 index.tables.insert(table, t);
             }
         }
+        // Footers beyond the budget are read again by the scan when it needs them.
+        let mut kept = 0;
+        for f in index.tables.values_mut().flat_map(|t| t.files.iter_mut()) {
+            if let Some(md) = &f.footer {
+                kept += md.memory_size();
+                if kept > FOOTERS_KEPT {
+                    f.footer = None;
+                }
+            }
+        }
+        footers.trim();
         Ok(index)
     }
 
@@ -422,31 +453,39 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
     let file = File::open(path)?;
     let md = file.metadata()?;
     let modified = md.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    read_info_from(table_dir, path, format, md.len(), modified, &file, || {
-        file.try_clone()
-    })
+    let parquet = || Ok(ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?);
+    let feather = || Ok(file.try_clone()?);
+    read_info_from(
+        table_dir,
+        path,
+        format,
+        md.len(),
+        modified,
+        parquet,
+        feather,
+    )
 }
 
-/// A data file's entry from its footer, read from `source` (Parquet) or `reader()` (Feather).
-fn read_info_from<C, R, E>(
+/// Bytes of Parquet footers a remote lake's index keeps for DataFusion's metadata cache (whose
+/// own default limit is 50 MiB); the rest are read again when a scan needs them.
+const FOOTERS_KEPT: usize = 64 << 20;
+
+/// A data file's entry from its footer: `parquet()` reads a Parquet footer, `feather()` opens an
+/// Arrow IPC file from its start.
+fn read_info_from<R: std::io::Read + std::io::Seek>(
     table_dir: &Path,
     path: &Path,
     format: FileFormat,
     size: u64,
     modified: SystemTime,
-    source: &C,
-    reader: impl FnOnce() -> Result<R, E>,
-) -> anyhow::Result<DataFile>
-where
-    C: parquet::file::reader::ChunkReader + 'static,
-    R: std::io::Read + std::io::Seek,
-    E: std::error::Error + Send + Sync + 'static,
-{
+    parquet: impl FnOnce() -> anyhow::Result<ArrowReaderMetadata>,
+    feather: impl FnOnce() -> anyhow::Result<R>,
+) -> anyhow::Result<DataFile> {
     let part = silt_lake::layout::partition_of(table_dir, path);
     let (dt, hour, default) = (part.dt, part.hour, part.null);
     let (schema, row_groups, time_stats) = match format {
         FileFormat::Parquet => {
-            let meta = ArrowReaderMetadata::load(source, ArrowReaderOptions::new())?;
+            let meta = parquet()?;
             let stats = silt_core::meta::time_column(meta.schema()).and_then(|c| {
                 parquet_time_bounds(&meta, c)
                     .ok()
@@ -460,7 +499,7 @@ where
             )
         }
         FileFormat::Feather => {
-            let reader = arrow::ipc::reader::FileReader::try_new(reader()?, None)?;
+            let reader = arrow::ipc::reader::FileReader::try_new(feather()?, None)?;
             (reader.schema(), reader.num_batches(), None)
         }
     };
@@ -506,6 +545,7 @@ where
         row_groups,
         time,
         time_stats,
+        footer: None,
     })
 }
 

@@ -62,6 +62,7 @@ use crate::adapter::{pushdown_safe, ConformExec, SiltExprAdapterFactory};
 use crate::lake::{DataFile, FileFormat, TableIndex, TimeBounds};
 use crate::stats::{ScanLog, ScanNote};
 use crate::timefilter::time_range;
+use silt_lake::remote::RemoteLake;
 
 /// Name of the date partition column.
 pub const DT: &str = "dt";
@@ -307,20 +308,7 @@ impl SiltTable {
     }
 
     fn partitioned_file(&self, f: &DataFile) -> Result<PartitionedFile> {
-        let location = match &self.index.remote {
-            None => ObjectPath::from_filesystem_path(&f.path)
-                .map_err(|e| DataFusionError::External(Box::new(e)))?,
-            Some(r) => r
-                .key_of(&f.path)
-                .map_err(|e| DataFusionError::External(e.into()))?,
-        };
-        let meta = ObjectMeta {
-            location,
-            last_modified: f.modified.into(),
-            size: f.size,
-            e_tag: None,
-            version: None,
-        };
+        let meta = object_meta(self.index.remote.as_deref(), f)?;
         Ok(PartitionedFile::new_from_meta(meta).with_partition_values(self.partition_values(f)))
     }
 
@@ -489,5 +477,25 @@ fn tail_partition_column(name: &str, ts: Option<&ArrayRef>, rows: usize) -> Resu
             m.and_then(chrono::DateTime::from_timestamp_micros)
                 .map(|d| d.format("%Y-%m").to_string())
         }))),
+    })
+}
+
+/// The object DataFusion reads for `f`: its path in the local filesystem store, or its key in
+/// the lake's object store. Also the key of DataFusion's metadata cache
+/// ([`crate::session`] seeds it with footers already read).
+pub(crate) fn object_meta(remote: Option<&RemoteLake>, f: &DataFile) -> Result<ObjectMeta> {
+    let location = match remote {
+        None => ObjectPath::from_filesystem_path(&f.path)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?,
+        Some(r) => r
+            .key_of(&f.path)
+            .map_err(|e| DataFusionError::External(e.into()))?,
+    };
+    Ok(ObjectMeta {
+        location,
+        last_modified: f.modified.into(),
+        size: f.size,
+        e_tag: None,
+        version: None,
     })
 }

@@ -78,6 +78,27 @@ impl QueryResult {
     }
 }
 
+/// Hands the footers the lake scan read from an object store to DataFusion's metadata cache,
+/// keyed as the scan will ask for them ([`crate::provider::object_meta`]), so that a query reads
+/// each footer from the store at most once (none when the footer cache had it).
+fn seed_footers(ctx: &SessionContext, index: &LakeIndex) -> anyhow::Result<()> {
+    use datafusion::datasource::physical_plan::parquet::metadata::CachedParquetMetaData;
+    use datafusion::execution::cache::cache_manager::CachedFileMetadataEntry;
+    let cache = ctx.runtime_env().cache_manager.get_file_metadata_cache();
+    for t in index.tables.values() {
+        for f in &t.files {
+            let Some(md) = &f.footer else { continue };
+            let meta = crate::provider::object_meta(index.remote.as_deref(), f)?;
+            let entry = CachedFileMetadataEntry::new(
+                meta.clone(),
+                Arc::new(CachedParquetMetaData::new(md.clone())),
+            );
+            cache.put(&meta.location, entry);
+        }
+    }
+    Ok(())
+}
+
 /// The session configuration silt uses: pruning by statistics, page index and bloom filters
 /// on, `information_schema` on. Filter pushdown into the Parquet decoder stays off here: it is
 /// a per-table decision ([`crate::provider::SiltTable`]), because a session-wide switch would
@@ -139,6 +160,7 @@ impl SiltSession {
         if let Some(r) = &index.remote {
             let url = datafusion::execution::object_store::ObjectStoreUrl::parse(r.store_url())?;
             ctx.register_object_store(url.as_ref(), r.store());
+            seed_footers(&ctx, &index)?;
         }
         let catalog = ctx
             .catalog("datafusion")
@@ -405,5 +427,93 @@ mod display_tests {
         assert_eq!(dotted_name("count(*)"), None);
         assert_eq!(dotted_name("sum(zeek.conn.id[orig_p])"), None);
         assert_eq!(dotted_name("n"), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use arrow::array::{AsArray, Int64Array};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use silt_lake::remote::footers::FooterCache;
+    use silt_lake::remote::RemoteLake;
+
+    fn parquet(values: std::ops::Range<i64>) -> Vec<u8> {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(values))],
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        out
+    }
+
+    /// The footers a remote scan read reach DataFusion: after the scan, every footer in the store
+    /// is overwritten with garbage of the same length, and the query still reads the files (it
+    /// would fail to decode them had it read the footers again).
+    #[test]
+    fn a_remote_scan_hands_its_footers_to_the_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let lake = Arc::new(
+            RemoteLake::with_store("s3://b/lake", "b".into(), "lake".into(), Arc::new(store))
+                .unwrap(),
+        );
+        let rels: Vec<String> = (1..=3)
+            .map(|d| format!("t.a/dt=2024-01-0{d}/f{d}.parquet"))
+            .collect();
+        for (i, rel) in rels.iter().enumerate() {
+            let i = i as i64;
+            lake.put(rel, parquet(i * 1000..(i + 1) * 1000)).unwrap();
+        }
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = FooterCache::new(Some(cache_dir.path().to_path_buf()));
+        let index = LakeIndex::scan_remote_with(lake.clone(), &cache).unwrap();
+        assert!(index.warnings.is_empty(), "{:?}", index.warnings);
+        let files = &index.tables[&TableName::parse("t.a").unwrap()].files;
+        assert_eq!(files.len(), 3);
+        assert!(files.iter().all(|f| f.footer.is_some()));
+        assert_eq!(std::fs::read_dir(cache_dir.path()).unwrap().count(), 3);
+
+        for rel in &rels {
+            let mut bytes = lake.get(rel).unwrap().unwrap().to_vec();
+            let n = bytes.len();
+            let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+            bytes[n - 8 - len..n - 8].fill(0xff);
+            lake.put(rel, bytes).unwrap();
+        }
+        let session = SiltSession::live(Arc::new(index), Default::default(), None).unwrap();
+        let cached = session
+            .context()
+            .runtime_env()
+            .cache_manager
+            .get_file_metadata_cache();
+        assert_eq!(cached.len(), 3);
+        let rt = runtime().unwrap();
+        let r = rt
+            .block_on(
+                session.query(
+                    "SELECT sum(x) AS s, count(*) AS n FROM t.a WHERE dt >= DATE '2024-01-02'",
+                ),
+            )
+            .unwrap();
+        let b = &r.batches[0];
+        assert_eq!(
+            b.column(0).as_primitive::<Int64Type>().value(0),
+            (1000..3000).sum::<i64>()
+        );
+        assert_eq!(b.column(1).as_primitive::<Int64Type>().value(0), 2000);
+
+        // The footers in the store are indeed unreadable now: a scan that reads them (no cache,
+        // and the objects' new modification times would miss it anyway) skips all three files.
+        let index = LakeIndex::scan_remote_with(lake, &FooterCache::new(None)).unwrap();
+        assert_eq!(index.warnings.len(), 3, "{:?}", index.warnings);
+        assert!(index.tables.is_empty());
     }
 }

@@ -142,6 +142,13 @@ fn import_query_tables_and_ddl_agree_with_a_local_lake() {
         .iter()
         .map(|t| t["table"].as_str().unwrap().to_string())
         .collect();
+    // HOME is /nonexistent in `run`, so there is no footer cache unless one is named.
+    let footers = tempfile::tempdir().unwrap();
+    let mut cached_env = env.clone();
+    cached_env.push((
+        "SILT_FOOTER_CACHE".into(),
+        footers.path().display().to_string(),
+    ));
     for q in queries {
         let table = q
             .split("FROM ")
@@ -159,7 +166,25 @@ fn import_query_tables_and_ddl_agree_with_a_local_lake() {
         )));
         assert_eq!(remote, here, "{q}");
         assert!(remote.lines().count() >= 2, "{q}: no rows: {remote}");
+        // With the footer cache: filled by the first query, answering the next ones.
+        for _ in 0..2 {
+            let cached = stdout(ok(&run(
+                &cached_env,
+                &["query", "--lake", &s3, "--format", "csv", q],
+            )));
+            assert_eq!(cached, here, "{q} with the footer cache");
+        }
     }
+    // One footer per data file of the lake (every file is Parquet here).
+    let files: u64 = serde_json::from_str::<serde_json::Value>(&tables)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["files"].as_u64().unwrap())
+        .sum();
+    let entries = std::fs::read_dir(footers.path()).unwrap().count() as u64;
+    assert_eq!(entries, files, "footers cached");
     // The listing: same tables, rows, files and time ranges (bytes may differ by file names in
     // nothing, but are not compared: the point is the rows).
     let strip = |s: &str| -> Vec<(String, u64, u64, String, String)> {

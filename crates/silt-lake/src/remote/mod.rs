@@ -10,6 +10,7 @@
 //! - [`RemoteLake`]: one lake's store, prefix and the blocking calls the (synchronous) lake code
 //!   makes: list, get, put, delete, and [`RemoteLake::upload`] of a finished local file;
 //! - [`file`]: an object read in ranges, as Parquet's and Arrow IPC's readers want it;
+//! - [`footers`]: Parquet footers read once and kept in a local cache (files are immutable);
 //! - [`record`]: the import record and the publisher of an object-store lake.
 //!
 //! **Writes are atomic.** A data file is written and sealed in a local staging directory first
@@ -32,6 +33,7 @@
 //! Touches only objects below the lake's prefix.
 
 pub mod file;
+pub mod footers;
 pub mod record;
 
 use std::future::Future;
