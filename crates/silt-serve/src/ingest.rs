@@ -12,6 +12,13 @@
 //! removes with its files, and the log is replayed from the last recorded flush: every
 //! acknowledged event ends up in the lake once.
 //!
+//! The flush thread (and the encoding threads it starts) runs [`FLUSH_NICE`] nice levels below the
+//! rest of the server (Linux): encoding a generation takes both cores for a moment several times a
+//! second at full rate, and the log writer, the connections' tasks and the decoder, which stand
+//! between an event and its acknowledgement, come first; the flusher still takes whatever CPU
+//! they leave. `SILT_FLUSH_NICE=N` sets another number of levels (0: none), for comparing the
+//! two in the benchmark (`bench/serve.sh --rate 300000`; docs/serve.md, "Benchmark").
+//!
 //! A flush that fails (a full disk, a table that cannot be written) is retried with backoff; its
 //! rows stay queryable in memory and its log records stay on disk meanwhile, and `/health` says
 //! what is wrong. Memory: at most one generation is being flushed while the next fills; when the
@@ -100,6 +107,51 @@ impl IngestStats {
     }
 }
 
+/// Nice levels the flush thread runs below the rest of the server (see the module documentation).
+pub const FLUSH_NICE: i32 = 10;
+
+/// [`FLUSH_NICE`], or what `SILT_FLUSH_NICE` says.
+fn flush_nice() -> i32 {
+    match std::env::var("SILT_FLUSH_NICE") {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            tracing::warn!("SILT_FLUSH_NICE={v:?} is not a number; using {FLUSH_NICE}");
+            FLUSH_NICE
+        }),
+        Err(_) => FLUSH_NICE,
+    }
+}
+
+/// Lowers the calling thread's CPU priority by `steps` nice levels (at most to 19); threads it
+/// starts afterwards inherit it. Linux only (elsewhere, and when the kernel refuses, nothing
+/// changes).
+fn lower_priority(steps: i32) {
+    if steps <= 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: system calls about the calling thread only; errno is this thread's.
+        let refused = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            *libc::__errno_location() = 0;
+            let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+            if now == -1 && *libc::__errno_location() != 0 {
+                true
+            } else {
+                libc::setpriority(libc::PRIO_PROCESS, tid, (now + steps).min(19)) != 0
+            }
+        };
+        if refused {
+            tracing::debug!(
+                "cannot lower the flush thread's priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = steps;
+}
+
 /// A sealed generation on its way to the lake.
 struct Generation {
     id: u64,
@@ -179,7 +231,10 @@ pub fn start(
         *stats.kafka_flushed.lock().expect("not poisoned") = positions.clone();
         std::thread::Builder::new()
             .name("silt-serve-flush".into())
-            .spawn(move || flush_loop(gen_rx, log, positions, writer, live, wal, stats))?
+            .spawn(move || {
+                lower_priority(flush_nice());
+                flush_loop(gen_rx, log, positions, writer, live, wal, stats)
+            })?
     };
     let handle = std::thread::Builder::new()
         .name("silt-serve-ingest".into())
@@ -553,4 +608,33 @@ fn flush(
     update.published(gen.id, index);
     let rows = summary.files.iter().map(|f| f.rows).sum();
     Ok((summary.files.len() as u64, rows))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// The calling thread's nice value.
+    fn nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Field 19, counted after the command name (which may hold spaces) and its ')'.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn lowering_the_priority_touches_the_calling_thread_and_the_threads_it_starts() {
+        let here = nice();
+        std::thread::spawn(|| {
+            let before = nice();
+            lower_priority(FLUSH_NICE);
+            let after = nice();
+            assert_eq!(after, (before + FLUSH_NICE).min(19));
+            // The encoding threads a flush starts inherit it.
+            assert_eq!(std::thread::spawn(nice).join().unwrap(), after);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice(), here);
+    }
 }
