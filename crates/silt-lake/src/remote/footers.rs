@@ -23,6 +23,7 @@
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,9 +39,11 @@ use super::RemoteLake;
 const TAIL: u64 = 64 << 10;
 
 /// The local cache of remote footers (see the module documentation).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FooterCache {
     dir: Option<PathBuf>,
+    /// Bytes this cache stored: [`FooterCache::trim`] looks at the directory only after some.
+    stored: AtomicU64,
 }
 
 impl FooterCache {
@@ -59,12 +62,15 @@ impl FooterCache {
                 .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
                 .map(|c| c.join("silt").join("footers")),
         };
-        Self { dir }
+        Self::new(dir)
     }
 
     /// A cache in `dir`, or none.
     pub fn new(dir: Option<PathBuf>) -> Self {
-        Self { dir }
+        Self {
+            dir,
+            stored: AtomicU64::new(0),
+        }
     }
 
     /// The cache's directory, if it is on.
@@ -100,17 +106,23 @@ impl FooterCache {
         let md = ParquetMetaDataReader::decode_metadata(&bytes)
             .with_context(|| format!("decoding the Parquet footer of {key}"))?;
         if let Some(path) = &entry {
-            if let Err(e) = store(path, &bytes) {
-                tracing::debug!("cannot keep a footer in {}: {e:#}", path.display());
+            match store(path, &bytes) {
+                Ok(()) => {
+                    self.stored.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) => tracing::debug!("cannot keep a footer in {}: {e:#}", path.display()),
             }
         }
         Ok(Arc::new(md))
     }
 
-    /// Deletes the oldest entries while the cache holds more than [`Self::MAX_BYTES`], down to
-    /// three quarters of it; returns the bytes freed. Errors are ignored (another process may
-    /// trim at the same time).
+    /// When this cache stored entries, deletes the oldest entries while the cache holds more
+    /// than [`Self::MAX_BYTES`], down to three quarters of it; returns the bytes freed. Errors are
+    /// ignored (another process may trim at the same time).
     pub fn trim(&self) -> u64 {
+        if self.stored.swap(0, Ordering::Relaxed) == 0 {
+            return 0;
+        }
         self.trim_to(Self::MAX_BYTES)
     }
 
@@ -390,8 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn the_environment_chooses_the_directory() {
-        // Only the pure part: the variables are read by from_env, tested by the CLI tests.
+    fn entry_names_differ_by_store_key_size_and_time() {
         let name = entry_name("s3://b", &ObjectPath::from("a/b"), 1, UNIX_EPOCH);
         assert_eq!(name.len(), 32 + ".footer".len());
         assert_ne!(
