@@ -41,7 +41,7 @@ import json, sys
 for line in sys.stdin:
     m = json.loads(line) if line.startswith("{") else {}
     t = m.get("target", {})
-    # Not the bin's own unit-test harness (same name and kind, profile.test true).
+    # Not the unit-test harness of the bin (same name and kind, profile.test true).
     if (m.get("executable") and t.get("name") == "silt" and "bin" in t.get("kind", [])
             and not m.get("profile", {}).get("test")):
         print(m["executable"])
