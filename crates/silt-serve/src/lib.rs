@@ -670,8 +670,11 @@ impl Server {
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
         let _ = self.stop.send(true);
         if let Some((tx, h)) = self.maintain.take() {
-            // A compaction in progress stops after its current group.
-            let _ = tx.send(());
+            // A compaction in progress stops after its current group. Closing the channel, not
+            // sending on it: a message is consumed by the first check that sees it (a compaction
+            // waiting for readers took it, and the thread's own wait then never returned), while
+            // a closed channel answers every later check too.
+            drop(tx);
             tokio::task::spawn_blocking(move || h.join())
                 .await?
                 .map_err(|_| anyhow::anyhow!("the maintenance thread panicked"))?;

@@ -224,7 +224,9 @@ fn run_once(
     }
 }
 
-/// Starts the maintenance thread; it ends when `stop` receives a message or is dropped.
+/// Starts the maintenance thread; it ends when `stop` receives a message or its sender is
+/// dropped (what shutdown does: unlike a message, which the first check consumes, a closed
+/// channel stays closed for every check after it).
 pub fn start(
     root: PathBuf,
     cfg: MaintainConfig,
