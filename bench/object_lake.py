@@ -9,7 +9,9 @@ generator's dense conn log. Queries: a count in a time window, a top-N, a needle
 whole `silt query` process (start-up, listing and footers included), median of --runs. On the
 object store each query is timed twice: with the footer cache off (SILT_FOOTER_CACHE=off: every
 footer read from the store, as on a first query from a new machine) and with a warm footer cache
-(filled by one untimed run first: what a user's repeated queries see).
+(filled by one untimed run first: what a user's repeated queries see). Then compaction: the input
+imported --compact-imports times into a fresh lake of each kind, one `silt compact` each, timed
+(MB/s of the files merged), answers checked before and after.
 
 MinIO runs on the same 2 cores as silt and stores to the same disk, so the ratio is the cost of
 the S3 protocol (HTTP, signing, listing, range requests) over local file access, not of a network.
@@ -65,6 +67,9 @@ def main():
     ap.add_argument("--events", type=int, default=2_000_000, help="records (default 2000000)")
     ap.add_argument("--runs", type=int, default=3, help="runs per measure; the median (default 3)")
     ap.add_argument("--partition", default="auto", help="--partition for the imports (default auto)")
+    ap.add_argument("--compact-imports", type=int, default=4,
+                    help="imports (of the same input, --force) into the lakes `silt compact` merges; "
+                         "0 skips the compaction measure (default 4)")
     ap.add_argument("--out", default=str(ROOT / "bench/out"))
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "silt-bench-s3"))
     a = ap.parse_args()
@@ -130,6 +135,50 @@ def main():
                 sys.exit(f"answers differ for {name}:\nlocal: {lout}\n{what}: {out}")
         rows.append((f"query: {name} (s)", lq, sq, wq))
 
+    # Compaction: the input imported --compact-imports times into a fresh lake of each kind, so
+    # each partition holds that many files, then one `silt compact` each, timed; the answers
+    # must be the same before and after, and equal between the two.
+    compact_note = ""
+    if a.compact_imports > 1:
+        check = [a.silt, "query", "--format", "csv",
+                 "SELECT count(*), sum(orig_bytes), count(DISTINCT uid) FROM zeek.conn"]
+        local_c, s3_c, files_in, files_out, bytes_in = [], [], 0, 0, 0
+        for r in range(a.runs):
+            lake_l = str(work / f"compact-{r}")
+            b = f"silt-bench-c-{os.getpid()}-{r}"
+            bucket(b)
+            lake_s = f"s3://{b}/lake"
+            for lake in (lake_l, lake_s):
+                for _ in range(a.compact_imports):
+                    subprocess.run(import_to(lake) + ["--force"], env=env, check=True,
+                                   capture_output=True)
+            before = subprocess.run(check + ["--lake", lake_l], env=env, check=True,
+                                    capture_output=True, text=True).stdout
+            tables = json.loads(subprocess.run([a.silt, "tables", "--lake", lake_s, "--json"], env=env,
+                                               check=True, capture_output=True, text=True).stdout)
+            files_in = sum(t["files"] for t in tables)
+            bytes_in = sum(t["bytes"] for t in tables)
+            for lake, times in ((lake_l, local_c), (lake_s, s3_c)):
+                t = time.perf_counter()
+                p = subprocess.run([a.silt, "compact", "--lake", lake, "--json"], env=env,
+                                   capture_output=True, text=True)
+                times.append(time.perf_counter() - t)
+                if p.returncode != 0:
+                    sys.exit(f"compaction of {lake} failed: {p.stderr[-2000:]}")
+                after = subprocess.run(check + ["--lake", lake], env=env, check=True,
+                                       capture_output=True, text=True).stdout
+                if after != before:
+                    sys.exit(f"compaction of {lake} changed the answers:\n{before}\n{after}")
+            tables = json.loads(subprocess.run([a.silt, "tables", "--lake", lake_s, "--json"], env=env,
+                                               check=True, capture_output=True, text=True).stdout)
+            files_out = sum(t["files"] for t in tables)
+            shutil.rmtree(lake_l, ignore_errors=True)
+        lc, sc = statistics.median(local_c), statistics.median(s3_c)
+        rows.append(("compact (MB/s of input files)", bytes_in / 1e6 / lc, bytes_in / 1e6 / sc))
+        compact_note = (f"compaction: the input imported {a.compact_imports} times (`--force`), "
+                        f"{files_in} files ({bytes_in / 1e6:.1f} MB) merged into {files_out}; "
+                        "answers equal before and after. ")
+
     lines = [f"# object-store lake (MinIO) vs local, {time.strftime('%Y-%m-%d %H:%M')}", "",
              f"input: {src.name}, {a.events} real-derived conn records, {size / 1e6:.0f} MB; "
              f"lake: {files} files, {nbytes / 1e6:.1f} MB (--partition {a.partition}); "
@@ -142,8 +191,8 @@ def main():
         line += f" {w[0]:.2f} | {w[0] / l:.2f} |" if w else " | |"
         lines.append(line)
     lines.append("")
-    lines.append("s3/local: for throughput, local rate / s3 rate; for times, s3 time / local time "
-                 "(above 1: slower on the object store). The import does not read footers.")
+    lines.append(compact_note + "s3/local: for throughput, local rate / s3 rate; for times, s3 time / "
+                 "local time (above 1: slower on the object store). The import does not read footers.")
     text = "\n".join(lines)
     print(text)
     Path(a.out).mkdir(parents=True, exist_ok=True)

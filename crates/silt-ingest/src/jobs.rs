@@ -178,6 +178,9 @@ pub fn import_into(
     let writer = LakeWriter::new(staging.path(), cfg)?;
     let log = RemoteImportLog::new(remote.clone());
     let recovered = log.recover()?;
+    let replacements =
+        silt_lake::remote::replace::recover_if_idle(remote, silt_lake::replace::RECORD_GRACE)?
+            .unwrap_or_default();
     let (kept, ids, skipped) = select_inputs(inputs, &log.runs()?, reimport)?;
     let journal = log.begin()?;
     let mut writer = writer.with_publisher(journal.publisher(staging.path()));
@@ -197,7 +200,7 @@ pub fn import_into(
         run,
         skipped,
         recovered,
-        replacements: Default::default(),
+        replacements,
         run_id,
     })
 }

@@ -25,11 +25,14 @@
 //! other engines' globs. A group that fails (an unreadable input) is reported and the others go
 //! on.
 //!
+//! The steps are the same on an object-store lake ([`crate::remote::compact`]): the [`Files`]
+//! trait is what differs (listing, reading, publishing the output and removing the inputs).
+//!
 //! Touches the lake's data files, `_silt/replace/` and `_silt/maintenance.lock`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,13 +42,19 @@ use anyhow::Context;
 use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::FileReader;
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::reader::{ChunkReader, Length};
 use silt_core::{Emit, TableName};
 
 use crate::config::{StoreKind, WriterConfig};
 use crate::imports::ImportLog;
 use crate::layout::{self, DataFile};
-use crate::replace::{self, MaintenanceLock, Recovery, ReplacingPublisher};
+use crate::remote::file::RemoteFile;
+use crate::replace::{self, MaintenanceLock, Recovery, Replacement, ReplacingPublisher, Written};
 use crate::single::SingleFileWriter;
 
 /// Rows per batch read from an input.
@@ -157,6 +166,150 @@ impl<F: FnMut(&GroupResult)> CompactObserver for F {
     }
 }
 
+/// Where a lake's files live, as compaction reads and replaces them: a local directory
+/// ([`LocalFiles`]) or an object store ([`crate::remote::compact`]). Planning, reading, merging and
+/// the order of the steps are the same for both.
+pub(crate) trait Files {
+    /// The lake root (a directory, or an object-store lake's URL as a path).
+    fn root(&self) -> PathBuf;
+    fn tables(&self) -> anyhow::Result<Vec<TableName>>;
+    fn has_table(&self, t: &TableName) -> anyhow::Result<bool>;
+    /// A table's data files with their modification times, sorted by path.
+    fn data_files(&self, t: &TableName) -> anyhow::Result<Vec<(DataFile, SystemTime)>>;
+    /// Files (relative to the root, `/`-separated) that imports not yet finished published.
+    fn in_flight(&self) -> anyhow::Result<HashSet<String>>;
+    /// A data file for reading.
+    fn open(&self, f: &DataFile) -> anyhow::Result<Source>;
+    /// A Parquet file's footer.
+    fn footer(&self, f: &DataFile) -> anyhow::Result<Arc<ParquetMetaData>> {
+        let md = ParquetMetaDataReader::new().parse_and_finish(&self.open(f)?)?;
+        Ok(Arc::new(md))
+    }
+    /// The writer of a group's output, publishing it with its replacement record (what that
+    /// record says is left in the returned cell once the output is committed).
+    fn writer(
+        &self,
+        g: &Group,
+        cfg: WriterConfig,
+        inputs: &[PathBuf],
+        expected_rows: Arc<AtomicU64>,
+    ) -> anyhow::Result<(SingleFileWriter, Written)>;
+    /// Removes the inputs of a committed replacement; returns how many were there.
+    fn remove_inputs(&self, rec: &Replacement) -> anyhow::Result<usize>;
+}
+
+/// A data file opened for reading: a local file, an object read whole, or an object read in
+/// ranges (large ones).
+pub(crate) enum Source {
+    File(File),
+    Bytes(Bytes),
+    Remote(RemoteFile),
+}
+
+trait ReadSeek: Read + Seek + Send {}
+impl<T: Read + Seek + Send> ReadSeek for T {}
+
+impl Source {
+    /// A `Read + Seek` view from the start (Arrow IPC's file reader).
+    fn into_reader(self) -> Box<dyn ReadSeek> {
+        match self {
+            Source::File(f) => Box::new(BufReader::new(f)),
+            Source::Bytes(b) => Box::new(std::io::Cursor::new(b)),
+            Source::Remote(r) => Box::new(r.reader()),
+        }
+    }
+}
+
+impl Length for Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::File(f) => Length::len(f),
+            Source::Bytes(b) => Length::len(b),
+            Source::Remote(r) => Length::len(r),
+        }
+    }
+}
+
+impl ChunkReader for Source {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(match self {
+            Source::File(f) => Box::new(f.get_read(start)?),
+            Source::Bytes(b) => Box::new(b.get_read(start)?),
+            Source::Remote(r) => Box::new(r.get_read(start)?),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self {
+            Source::File(f) => f.get_bytes(start, length),
+            Source::Bytes(b) => b.get_bytes(start, length),
+            Source::Remote(r) => r.get_bytes(start, length),
+        }
+    }
+}
+
+/// A local lake directory.
+pub(crate) struct LocalFiles {
+    root: PathBuf,
+}
+
+impl Files for LocalFiles {
+    fn root(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    fn tables(&self) -> anyhow::Result<Vec<TableName>> {
+        layout::tables(&self.root)
+    }
+
+    fn has_table(&self, t: &TableName) -> anyhow::Result<bool> {
+        Ok(self.root.join(t.to_string()).is_dir())
+    }
+
+    fn data_files(&self, t: &TableName) -> anyhow::Result<Vec<(DataFile, SystemTime)>> {
+        Ok(layout::data_files(&self.root.join(t.to_string()))?
+            .into_iter()
+            .map(|f| {
+                let m = std::fs::metadata(&f.path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or_else(|_| SystemTime::now());
+                (f, m)
+            })
+            .collect())
+    }
+
+    fn in_flight(&self) -> anyhow::Result<HashSet<String>> {
+        ImportLog::open(&self.root)?.in_flight()
+    }
+
+    fn open(&self, f: &DataFile) -> anyhow::Result<Source> {
+        Ok(Source::File(File::open(&f.path).with_context(|| {
+            format!("cannot open {}", f.path.display())
+        })?))
+    }
+
+    fn writer(
+        &self,
+        g: &Group,
+        cfg: WriterConfig,
+        inputs: &[PathBuf],
+        expected_rows: Arc<AtomicU64>,
+    ) -> anyhow::Result<(SingleFileWriter, Written)> {
+        let publisher =
+            ReplacingPublisher::new(&self.root, &g.table.to_string(), inputs, expected_rows)?;
+        let written = publisher.written.clone();
+        let out = g.dir.join(layout::unique_file_name(g.store.extension()));
+        let w = SingleFileWriter::new(&out, cfg, &self.root)?.with_publisher(Box::new(publisher));
+        Ok((w, written))
+    }
+
+    fn remove_inputs(&self, rec: &Replacement) -> anyhow::Result<usize> {
+        replace::remove_inputs(&self.root, rec)
+    }
+}
+
 /// Compacts `root` (see the module documentation).
 pub fn compact(
     root: &Path,
@@ -175,7 +328,26 @@ pub fn compact(
         report.recovery = replace::recover(&lock, opts.grace)?;
         report.dead_import_files = ImportLog::open(root)?.recover()?.files;
     }
-    let (groups, in_flight) = plan(root, opts, SystemTime::now())?;
+    let files = LocalFiles {
+        root: root.to_path_buf(),
+    };
+    run(&files, opts, obs, &mut report, &mut || Ok(()))?;
+    report.seconds = started.elapsed().as_secs_f64();
+    drop(lock);
+    Ok(report)
+}
+
+/// Plans and merges the groups of `files` into `report` (the caller holds the lake's maintenance
+/// lock and has recovered it); `check` is asked before each group (an error stops the run).
+pub(crate) fn run(
+    files: &dyn Files,
+    opts: &CompactOptions,
+    obs: &mut dyn CompactObserver,
+    report: &mut CompactReport,
+    check: &mut dyn FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let root = files.root();
+    let (groups, in_flight) = plan_in(files, opts, SystemTime::now())?;
     report.in_flight = in_flight;
     for g in groups {
         if obs.cancelled() {
@@ -199,8 +371,9 @@ pub fn compact(
             error: None,
         };
         if !opts.dry_run {
+            check()?;
             let t = Instant::now();
-            match compact_group(root, &g, &opts.writer, obs) {
+            match compact_group(files, &g, &opts.writer, obs) {
                 Ok((out, rows)) => {
                     r.bytes_out = out.1;
                     r.output = Some(out.0);
@@ -213,9 +386,7 @@ pub fn compact(
         obs.group(&r);
         report.groups.push(r);
     }
-    report.seconds = started.elapsed().as_secs_f64();
-    drop(lock);
-    Ok(report)
+    Ok(())
 }
 
 /// The groups to merge, and how many small files were left alone as in flight.
@@ -224,12 +395,27 @@ pub fn plan(
     opts: &CompactOptions,
     now: SystemTime,
 ) -> anyhow::Result<(Vec<Group>, usize)> {
+    plan_in(
+        &LocalFiles {
+            root: root.to_path_buf(),
+        },
+        opts,
+        now,
+    )
+}
+
+fn plan_in(
+    files: &dyn Files,
+    opts: &CompactOptions,
+    now: SystemTime,
+) -> anyhow::Result<(Vec<Group>, usize)> {
+    let root = files.root();
     let tables = if opts.tables.is_empty() {
-        layout::tables(root)?
+        files.tables()?
     } else {
         for t in &opts.tables {
             anyhow::ensure!(
-                root.join(t.to_string()).is_dir(),
+                files.has_table(t)?,
                 "table {t} is not in the lake {} (`silt tables --lake {}` lists them)",
                 root.display(),
                 root.display()
@@ -240,30 +426,30 @@ pub fn plan(
     let mut groups = Vec::new();
     let mut in_flight_skipped = 0;
     for table in tables {
-        let dir = root.join(table.to_string());
-        let files = layout::data_files(&dir)?;
+        let listed = files.data_files(&table)?;
         // Journals are read after the listing: a listed file of a live run is in its journal.
-        let in_flight: HashSet<String> = ImportLog::open(root)?.in_flight()?;
-        let (table_schema, disagree) = table_schema(&files);
+        let in_flight: HashSet<String> = files.in_flight()?;
+        let (table_schema, disagree) = table_schema(files, &listed);
         let mut parts: BTreeMap<(PathBuf, StoreKind), Vec<DataFile>> = BTreeMap::new();
-        for f in files {
+        for (f, modified) in listed {
             if f.bytes * 2 >= opts.target_bytes && !disagree.contains(&f.path) {
                 continue;
             }
             let rel = f
                 .path
-                .strip_prefix(root)
-                .map(|p| p.to_string_lossy().into_owned())
+                .strip_prefix(&root)
+                .map(|p| {
+                    p.iter()
+                        .map(|c| c.to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
                 .unwrap_or_default();
             if in_flight.contains(&rel) {
                 in_flight_skipped += 1;
                 continue;
             }
-            let age = std::fs::metadata(&f.path)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|m| now.duration_since(m).ok())
-                .unwrap_or_default();
+            let age = now.duration_since(modified).unwrap_or_default();
             if age < opts.older_than {
                 continue;
             }
@@ -307,16 +493,22 @@ pub fn plan(
 }
 
 /// The Arrow schema a data file holds (its footer), or `None` when it cannot be read.
-fn file_schema(path: &Path, store: StoreKind) -> Option<SchemaRef> {
-    let f = File::open(path).ok()?;
-    match store {
-        StoreKind::Parquet => Some(
-            ParquetRecordBatchReaderBuilder::try_new(f)
+fn file_schema(files: &dyn Files, f: &DataFile) -> Option<SchemaRef> {
+    match f.store {
+        StoreKind::Parquet => {
+            let md = files.footer(f).ok()?;
+            Some(
+                ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new())
+                    .ok()?
+                    .schema()
+                    .clone(),
+            )
+        }
+        StoreKind::Feather => Some(
+            FileReader::try_new(files.open(f).ok()?.into_reader(), None)
                 .ok()?
-                .schema()
-                .clone(),
+                .schema(),
         ),
-        StoreKind::Feather => Some(FileReader::try_new(BufReader::new(f), None).ok()?.schema()),
     }
 }
 
@@ -326,10 +518,13 @@ fn file_schema(path: &Path, store: StoreKind) -> Option<SchemaRef> {
 /// unifies them as it reads, but Spark (`mergeSchema`) and DuckDB refuse such a table, so
 /// compaction rewrites those files with the table's types. A column a file merely lacks is no
 /// disagreement (every engine reads it as null).
-fn table_schema(files: &[DataFile]) -> (SchemaRef, HashSet<PathBuf>) {
-    let schemas: Vec<(PathBuf, SchemaRef)> = files
+fn table_schema(
+    files: &dyn Files,
+    listed: &[(DataFile, SystemTime)],
+) -> (SchemaRef, HashSet<PathBuf>) {
+    let schemas: Vec<(PathBuf, SchemaRef)> = listed
         .iter()
-        .filter_map(|f| file_schema(&f.path, f.store).map(|s| (f.path.clone(), s)))
+        .filter_map(|(f, _)| file_schema(files, f).map(|s| (f.path.clone(), s)))
         .collect();
     let mut unified: Option<arrow::datatypes::Schema> = None;
     for (_, s) in &schemas {
@@ -380,8 +575,12 @@ fn same_shape(a: &arrow::datatypes::DataType, b: &arrow::datatypes::DataType) ->
 /// as column paths; `None` for Feather or a file without them.
 pub fn file_sort_keys(path: &Path) -> Option<Vec<String>> {
     let f = File::open(path).ok()?;
-    let b = ParquetRecordBatchReaderBuilder::try_new(f).ok()?;
-    let md = b.metadata();
+    let md = ParquetMetaDataReader::new().parse_and_finish(&f).ok()?;
+    sort_keys_of(&md)
+}
+
+/// The sort keys a Parquet footer names (see [`file_sort_keys`]).
+fn sort_keys_of(md: &ParquetMetaData) -> Option<Vec<String>> {
     let rg = md.row_groups().first()?;
     let cols = rg.sorting_columns()?;
     let descr = md.file_metadata().schema_descr();
@@ -397,11 +596,10 @@ pub fn file_sort_keys(path: &Path) -> Option<Vec<String>> {
 
 /// Reads every batch of a data file into `f`; returns the rows read.
 fn read_file(
-    path: &Path,
+    src: Source,
     store: StoreKind,
     f: &mut dyn FnMut(RecordBatch) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut rows = 0u64;
     let mut each = |b: RecordBatch| -> anyhow::Result<()> {
         rows += b.num_rows() as u64;
@@ -409,7 +607,7 @@ fn read_file(
     };
     match store {
         StoreKind::Parquet => {
-            let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(src)?;
             // The reader's batches lack the schema's metadata (time column, lookup columns),
             // which the output must keep.
             let schema = builder.schema().clone();
@@ -418,7 +616,7 @@ fn read_file(
             }
         }
         StoreKind::Feather => {
-            for b in FileReader::try_new(BufReader::new(file), None)? {
+            for b in FileReader::try_new(src.into_reader(), None)? {
                 each(b?)?;
             }
         }
@@ -428,7 +626,7 @@ fn read_file(
 
 /// Merges one group; returns the output (path, bytes) and its rows.
 fn compact_group(
-    root: &Path,
+    files: &dyn Files,
     g: &Group,
     cfg: &WriterConfig,
     obs: &mut dyn CompactObserver,
@@ -437,20 +635,24 @@ fn compact_group(
     cfg.store = g.store;
     cfg.time_column = None;
     if cfg.sort.is_empty() {
-        if let Some(keys) = g.inputs.iter().find_map(|f| file_sort_keys(&f.path)) {
+        let keys = g
+            .inputs
+            .iter()
+            .filter(|f| f.store == StoreKind::Parquet)
+            .find_map(|f| sort_keys_of(&*files.footer(f).ok()?));
+        if let Some(keys) = keys {
             cfg.sort = keys;
         }
     }
     let expected = Arc::new(AtomicU64::new(0));
     let inputs: Vec<PathBuf> = g.inputs.iter().map(|f| f.path.clone()).collect();
-    let publisher = ReplacingPublisher::new(root, &g.table.to_string(), &inputs, expected.clone())?;
-    let written = publisher.written.clone();
-    let out = g.dir.join(layout::unique_file_name(g.store.extension()));
-    let mut w = SingleFileWriter::new(&out, cfg, root)?.with_publisher(Box::new(publisher));
+    let (mut w, written) = files.writer(g, cfg, &inputs, expected.clone())?;
     for f in &g.inputs {
-        let read = read_file(&f.path, f.store, &mut |b| match &g.table_schema {
-            Some(s) => w.batch(&g.table, silt_core::schema::conform(&b, s)?),
-            None => w.batch(&g.table, b),
+        let read = files.open(f).and_then(|src| {
+            read_file(src, f.store, &mut |b| match &g.table_schema {
+                Some(s) => w.batch(&g.table, silt_core::schema::conform(&b, s)?),
+                None => w.batch(&g.table, b),
+            })
         });
         match read {
             Ok(n) => {
@@ -474,6 +676,6 @@ fn compact_group(
         .take()
         .context("the output was published without its replacement record")?;
     obs.committed(&published.path, &inputs);
-    replace::remove_inputs(root, &rec.1)?;
+    files.remove_inputs(&rec.1)?;
     Ok(((published.path, published.bytes), published.rows))
 }

@@ -63,6 +63,44 @@ pub struct Replacement {
     pub created: String,
 }
 
+impl Replacement {
+    /// A record of `output` replacing `inputs` (paths relative to the lake), written now.
+    pub fn new(table: &str, output: String, temp: String, inputs: Vec<String>, rows: u64) -> Self {
+        Self {
+            table: table.to_string(),
+            output,
+            temp,
+            inputs,
+            rows,
+            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        }
+    }
+
+    /// The record's name in [`REPLACE_DIR`]: the output's stem (unique) with `.json`.
+    pub fn file_name(&self) -> String {
+        let stem = Path::new(&self.output)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+        format!("{stem}.json")
+    }
+}
+
+/// An error unless a compaction's output holds exactly the rows read from its inputs.
+pub(crate) fn check_rows(
+    table: &str,
+    inputs: usize,
+    rows: u64,
+    expected: u64,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        rows == expected,
+        "compaction of {inputs} files of {table} wrote {rows} rows but read {expected}: nothing \
+         was replaced (this is a bug in silt; please report it)"
+    );
+    Ok(())
+}
+
 /// The exclusive right to change a lake's existing files (compact, retain, vacuum, recovery),
 /// held until dropped. Writers that only add files (import, serve) do not take it.
 #[derive(Debug)]
@@ -231,33 +269,20 @@ impl Publisher for ReplacingPublisher {
         rows: u64,
     ) -> anyhow::Result<PublishedFile> {
         let expected = self.expected_rows.load(Ordering::SeqCst);
-        if rows != expected {
+        if let Err(e) = check_rows(&self.table, self.inputs.len(), rows, expected) {
             drop(writer);
             file.abandon();
-            anyhow::bail!(
-                "compaction of {} files of {} wrote {rows} rows but read {expected}: nothing was \
-                 replaced (this is a bug in silt; please report it)",
-                self.inputs.len(),
-                self.table
-            );
+            return Err(e);
         }
         let bytes = publish::seal(&file, writer)?;
-        let rec = Replacement {
-            table: self.table.clone(),
-            output: relative(&self.root, &file.final_path)?,
-            temp: relative(&self.root, &file.temp_path)?,
-            inputs: self.inputs.clone(),
+        let rec = Replacement::new(
+            &self.table,
+            relative(&self.root, &file.final_path)?,
+            relative(&self.root, &file.temp_path)?,
+            self.inputs.clone(),
             rows,
-            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        };
-        let name = format!(
-            "{}.json",
-            file.final_path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string())
         );
-        let record = self.root.join(REPLACE_DIR).join(name);
+        let record = self.root.join(REPLACE_DIR).join(rec.file_name());
         publish::write_atomic(&record, &serde_json::to_vec_pretty(&rec)?)
             .with_context(|| format!("cannot write {}", record.display()))?;
         failpoint("compact-recorded");

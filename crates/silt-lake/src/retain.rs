@@ -18,14 +18,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use silt_core::TableName;
 
 use crate::imports::ImportLog;
-use crate::layout::{self, NULL_PARTITION};
+use crate::layout;
 use crate::publish;
 use crate::replace::MaintenanceLock;
 
@@ -77,13 +77,43 @@ fn micros(t: SystemTime) -> i64 {
 }
 
 /// A partition directory below a table that may be dropped: where it is and when it ends.
-struct Candidate {
-    rel: PathBuf,
-    end_us: i64,
+pub(crate) struct Candidate {
+    /// Relative to the table, `/`-separated (`dt=2024-01-02/hour=05`).
+    pub rel: String,
+    pub end_us: i64,
+}
+
+/// The end (exclusive, microseconds since the epoch) of the time partition `rel` below a table:
+/// `dt=D`, `dt=D/hour=H` or `month=M`; `None` for the null partition and anything else.
+pub(crate) fn partition_end(rel: &str) -> Option<i64> {
+    let mut parts = rel.split('/');
+    let first = parts.next()?;
+    let second = parts.next();
+    if parts.next().is_some() {
+        return None;
+    }
+    if let Some(d) = first.strip_prefix("dt=") {
+        let day_start = layout::parse_date(d)? as i64 * DAY_US;
+        return match second {
+            None => Some(day_start + DAY_US),
+            Some(h) => {
+                let hour = h.strip_prefix("hour=")?.parse::<i64>().ok()?;
+                (0..24)
+                    .contains(&hour)
+                    .then_some(day_start + (hour + 1) * HOUR_US)
+            }
+        };
+    }
+    let m = first.strip_prefix("month=")?;
+    if second.is_some() {
+        return None;
+    }
+    let (y, mo) = layout::parse_month(m)?;
+    Some(layout::month_days(y, mo).1 * DAY_US)
 }
 
 /// The time partitions of a table directory, each with the end of its range (exclusive); hour
-/// directories of a day appear both as the day and as hours, the caller picks.
+/// directories of a day appear both as the day and as hours, [`choose`] picks.
 fn partitions(table_dir: &Path) -> anyhow::Result<(Vec<Candidate>, bool)> {
     let mut out = Vec::new();
     let mut unpartitioned = false;
@@ -104,44 +134,87 @@ fn partitions(table_dir: &Path) -> anyhow::Result<(Vec<Candidate>, bool)> {
             }
             continue;
         }
-        if let Some(d) = name.strip_prefix("dt=") {
-            if d == NULL_PARTITION {
-                continue;
-            }
-            let Some(day) = layout::parse_date(d) else {
-                continue;
-            };
-            let day_start = day as i64 * DAY_US;
-            out.push(Candidate {
-                rel: PathBuf::from(&name),
-                end_us: day_start + DAY_US,
-            });
-            for h in fs::read_dir(e.path())? {
-                let h = h?;
-                let hn = h.file_name().to_string_lossy().into_owned();
-                let Some(hour) = hn.strip_prefix("hour=").and_then(|x| x.parse::<i64>().ok())
-                else {
-                    continue;
-                };
-                if (0..24).contains(&hour) && h.file_type()?.is_dir() {
-                    out.push(Candidate {
-                        rel: PathBuf::from(&name).join(&hn),
-                        end_us: day_start + (hour + 1) * HOUR_US,
-                    });
-                }
-            }
-        } else if let Some(m) = name.strip_prefix("month=") {
-            if let Some((y, mo)) = layout::parse_month(m) {
-                let (_, next) = layout::month_days(y, mo);
-                out.push(Candidate {
-                    rel: PathBuf::from(&name),
-                    end_us: next * DAY_US,
-                });
+        let Some(end_us) = partition_end(&name) else {
+            continue;
+        };
+        out.push(Candidate {
+            rel: name.clone(),
+            end_us,
+        });
+        if !name.starts_with("dt=") {
+            continue;
+        }
+        for h in fs::read_dir(e.path())? {
+            let h = h?;
+            let rel = format!("{name}/{}", h.file_name().to_string_lossy());
+            if let (Some(end_us), true) = (partition_end(&rel), h.file_type()?.is_dir()) {
+                out.push(Candidate { rel, end_us });
             }
         }
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok((out, unpartitioned))
+}
+
+/// The partitions past `cutoff` to drop, from `cands` sorted by `rel`: a whole day that is past
+/// goes as one and its hours are then not looked at; one that `busy` says is being written is
+/// returned apart, for later.
+pub(crate) fn choose(
+    cands: Vec<Candidate>,
+    cutoff: i64,
+    busy: &mut dyn FnMut(&str) -> bool,
+) -> (Vec<String>, Vec<String>) {
+    let (mut drop, mut kept) = (Vec::new(), Vec::new());
+    let mut dropped_days: Vec<String> = Vec::new();
+    for c in cands {
+        let in_dropped_day = dropped_days
+            .iter()
+            .any(|d| c.rel.starts_with(&format!("{d}/")));
+        if c.end_us > cutoff || in_dropped_day {
+            continue;
+        }
+        if busy(&c.rel) {
+            kept.push(c.rel);
+            continue;
+        }
+        if !c.rel.contains('/') {
+            dropped_days.push(c.rel.clone());
+        }
+        drop.push(c.rel);
+    }
+    (drop, kept)
+}
+
+/// Whether a journaled file (relative to the lake) lies below `table`'s partition `rel`.
+pub(crate) fn journaled(in_flight: &HashSet<String>, table: &TableName, rel: &str) -> bool {
+    let prefix = format!("{table}/{rel}/");
+    in_flight.iter().any(|f| f.starts_with(&prefix))
+}
+
+/// An error when there is nothing to do, or a table the options name is not in the lake.
+pub(crate) fn check_tables(
+    opts: &RetainOptions,
+    tables: &[TableName],
+    lake: &str,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        opts.keep.is_some() || !opts.per_table.is_empty(),
+        "nothing to do: give --keep DURATION (e.g. 30d) or --table NAME=DURATION"
+    );
+    for t in opts.per_table.keys() {
+        anyhow::ensure!(
+            tables.contains(t),
+            "table {t} is not in the lake {lake} (`silt tables --lake {lake}` lists them)"
+        );
+    }
+    Ok(())
+}
+
+/// The start of what `table` keeps (microseconds since the epoch), or `None` when no window
+/// applies to it.
+pub(crate) fn cutoff(opts: &RetainOptions, table: &TableName, now: SystemTime) -> Option<i64> {
+    let keep = opts.per_table.get(table).copied().or(opts.keep)?;
+    Some(micros(now) - keep.as_micros() as i64)
 }
 
 /// Files (count, bytes) below a directory, and whether a temporary file in it is fresh.
@@ -186,27 +259,14 @@ pub fn retain_with(
     now: SystemTime,
     before_drop: &mut dyn FnMut(&Path),
 ) -> anyhow::Result<RetainReport> {
-    anyhow::ensure!(
-        opts.keep.is_some() || !opts.per_table.is_empty(),
-        "nothing to do: give --keep DURATION (e.g. 30d) or --table NAME=DURATION"
-    );
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = RetainReport::default();
     let tables = layout::tables(root)?;
-    for t in opts.per_table.keys() {
-        anyhow::ensure!(
-            tables.contains(t),
-            "table {t} is not in the lake {} (`silt tables --lake {}` lists them)",
-            root.display(),
-            root.display()
-        );
-    }
-    let now_us = micros(now);
+    check_tables(opts, &tables, &root.display().to_string())?;
     for table in tables {
-        let Some(keep) = opts.per_table.get(&table).copied().or(opts.keep) else {
+        let Some(cutoff) = cutoff(opts, &table, now) else {
             continue;
         };
-        let cutoff = now_us - keep.as_micros() as i64;
         let dir = root.join(table.to_string());
         let (cands, unpartitioned) = partitions(&dir)?;
         if unpartitioned && cands.is_empty() {
@@ -214,30 +274,18 @@ pub fn retain_with(
             continue;
         }
         let in_flight: HashSet<String> = ImportLog::open(root)?.in_flight()?;
-        let prefix = format!("{table}/");
-        // A whole day that is past goes as one; its hours are then not looked at.
-        let mut dropped_days: Vec<PathBuf> = Vec::new();
-        for c in cands {
-            if c.end_us > cutoff || dropped_days.iter().any(|d| c.rel.starts_with(d)) {
-                continue;
-            }
-            let rel = c.rel.to_string_lossy().into_owned();
-            let abs = dir.join(&c.rel);
-            let (files, bytes, fresh_temp) = contents(&abs, now);
-            let journaled = in_flight.iter().any(|f| {
-                f.strip_prefix(&prefix)
-                    .is_some_and(|r| r.starts_with(&format!("{rel}/")))
-            });
-            if fresh_temp || journaled {
-                report.busy.push((table.clone(), rel));
-                continue;
-            }
+        let (drop, busy) = choose(cands, cutoff, &mut |rel| {
+            contents(&dir.join(rel), now).2 || journaled(&in_flight, &table, rel)
+        });
+        report
+            .busy
+            .extend(busy.into_iter().map(|rel| (table.clone(), rel)));
+        for rel in drop {
+            let abs = dir.join(&rel);
+            let (files, bytes, _) = contents(&abs, now);
             if !opts.dry_run {
                 before_drop(&abs);
                 drop_dir(&lock, &abs)?;
-            }
-            if c.rel.components().count() == 1 {
-                dropped_days.push(c.rel.clone());
             }
             report.dropped.push(Dropped {
                 table: table.clone(),

@@ -137,8 +137,8 @@ impl LakeIndex {
 
     /// Lists an object-store lake (one recursive listing) and reads every data file's footer
     /// with range requests, through the footer cache `SILT_FOOTER_CACHE` names
-    /// ([`FooterCache::from_env`]); the same listing rules as a local lake, except that a lake in
-    /// an object store has no compaction replacements (compaction does not run there yet).
+    /// ([`FooterCache::from_env`]); the same listing rules as a local lake (files a compaction
+    /// replaced or a retention is dropping are left out, [`silt_lake::remote::replace::Hidden`]).
     pub fn scan_remote(lake: Arc<RemoteLake>) -> anyhow::Result<Self> {
         Self::scan_remote_with(lake, &FooterCache::from_env())
     }
@@ -148,9 +148,16 @@ impl LakeIndex {
         let root = lake.root_path();
         let mut by_table: BTreeMap<TableName, Vec<(PathBuf, FileFormat, u64, SystemTime)>> =
             BTreeMap::new();
-        for o in lake.list("")? {
+        let listed = lake.list("")?;
+        // Read after the listing (silt_lake::remote::replace): what a compaction replaced or a
+        // retention is dropping.
+        let hidden = silt_lake::remote::replace::Hidden::load(&lake, &listed)?;
+        for o in listed {
             let parts: Vec<&str> = o.rel.split('/').collect();
-            if parts.len() < 2 || parts.iter().any(|c| silt_lake::layout::is_hidden(c)) {
+            if parts.len() < 2
+                || parts.iter().any(|c| silt_lake::layout::is_hidden(c))
+                || hidden.hides(&o)
+            {
                 continue;
             }
             let Some(table) = TableName::parse(parts[0]) else {

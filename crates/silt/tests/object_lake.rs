@@ -5,7 +5,8 @@
 //! table listing and the DDL must agree, a re-run must add nothing, rejects must land in the
 //! bucket, a file larger than one upload part must arrive whole (multipart upload), and the
 //! commands that do not work on an object store yet must say so instead of writing a local
-//! directory named `s3:`.
+//! directory named `s3:`. Compaction, retention and vacuum work in the bucket, also when a
+//! compaction is killed at each of its steps.
 
 mod common;
 
@@ -338,9 +339,8 @@ fn rejects_large_files_and_refusals() {
     // What does not work on an object store yet says so, and writes nothing locally.
     let cwd = tempfile::tempdir().unwrap();
     for args in [
-        vec!["compact", "--lake", &s3],
-        vec!["retain", "--lake", &s3, "--keep", "30d"],
-        vec!["vacuum", "--lake", &s3],
+        vec!["serve", "--lake", &s3],
+        vec!["vacuum", "--lake", &s3, "--dry-run"],
     ] {
         let mut c = silt();
         let o = c
@@ -379,26 +379,34 @@ fn with_env<T>(env: &[(String, String)], f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The corpus's real conn.log: its header (without `#close`, lines ending in newlines) and its
+/// records; `None` after a skip message when the corpus is absent.
+fn corpus_conn() -> Option<(String, Vec<String>)> {
+    let conn = silt_testkit::corpus_path("zeek-tsv/vast/conn.log")?;
+    let text = std::fs::read_to_string(&conn).unwrap();
+    let (header, body): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with('#'));
+    let head = header
+        .iter()
+        .take_while(|l| !l.starts_with("#close"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Some((head, body.into_iter().map(str::to_string).collect()))
+}
+
 /// SIGKILL while importing into the bucket, then the same import again: the lake holds every
 /// row exactly once (the killed run's uploaded files are removed by the re-run, which imports
 /// the input in full), and no journal is left.
 #[test]
 fn killed_imports_leave_every_row_once() {
     let Some(env) = minio() else { return };
-    let Some(conn) = silt_testkit::corpus_path("zeek-tsv/vast/conn.log") else {
+    let Some((head, body)) = corpus_conn() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     // The corpus log's records 40 times over, with hour partitions: 24 files uploaded one after
     // the other at the end of the run.
-    let text = std::fs::read_to_string(&conn).unwrap();
-    let (header, body): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with('#'));
     let copies = 40;
-    let mut big = header
-        .iter()
-        .take_while(|l| !l.starts_with("#close"))
-        .map(|l| format!("{l}\n"))
-        .collect::<String>();
+    let mut big = head;
     for _ in 0..copies {
         for l in &body {
             big.push_str(l);
@@ -506,4 +514,191 @@ fn killed_imports_leave_every_row_once() {
         ],
     )));
     assert_eq!(again.lines().nth(1).unwrap(), expected);
+}
+
+/// Rows of every Parquet object below `table/` in the bucket, as a glob reader (DuckDB,
+/// Spark) counts them: no records consulted.
+fn glob_rows(remote: &silt_lake::remote::RemoteLake, table: &str) -> (u64, usize) {
+    let mut rows = 0;
+    let mut files = 0;
+    for o in remote.list(table).unwrap() {
+        if !o.rel.ends_with(".parquet") || o.rel.split('/').any(|c| c.starts_with('.')) {
+            continue;
+        }
+        let bytes = remote.get(&o.rel).unwrap().unwrap();
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes)
+            .unwrap();
+        rows += md.file_metadata().num_rows() as u64;
+        files += 1;
+    }
+    (rows, files)
+}
+
+/// Many small files (four imports of parts of a real conn.log, hour partitions) are compacted in
+/// the bucket: the answers stay the same, the files become one per partition. Compactions killed
+/// after their record, after their upload and while deleting inputs never make silt count a row
+/// twice or lose one, and the next maintenance command leaves the bucket right for glob readers
+/// too. Then retention drops partitions by their time, and vacuum finishes.
+#[test]
+fn compaction_retention_and_vacuum_work_in_the_bucket() {
+    let Some(env) = minio() else { return };
+    let Some((head, body)) = corpus_conn() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = bucket("maint");
+    let s3 = format!("s3://{bucket}/lake");
+    let parts = 4;
+    // Every fourth record to each import: each covers all 24 hours, so every hour partition
+    // gets four small files.
+    for i in 0..parts {
+        let input = dir.path().join(format!("conn-{i}.log"));
+        let mut t = head.clone();
+        for l in body.iter().skip(i).step_by(parts) {
+            t.push_str(l);
+            t.push('\n');
+        }
+        std::fs::write(&input, t).unwrap();
+        ok(&run(
+            &env,
+            &[
+                "import",
+                "zeek",
+                p(&input),
+                "--lake",
+                &s3,
+                "--partition",
+                "hour",
+            ],
+        ));
+    }
+    let lake = with_env(&env, || {
+        silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap()
+    });
+    let silt_lake::remote::LakeRoot::Remote(remote) = &lake else {
+        panic!("not remote")
+    };
+    let sql = "SELECT count(*) AS n, sum(orig_bytes) AS b, count(DISTINCT uid) AS u FROM zeek.conn";
+    let query = || {
+        stdout(ok(&run(
+            &env,
+            &["query", "--lake", &s3, "--format", "csv", sql],
+        )))
+    };
+    let expected = query();
+    assert!(
+        expected.contains(&format!("\n{},", body.len())),
+        "{expected}"
+    );
+    let (rows, files_before) = glob_rows(remote, "zeek.conn");
+    assert_eq!(rows, body.len() as u64);
+    assert_eq!(files_before, 24 * parts, "four files per hour partition");
+
+    // Killed at each step of a compaction: silt's answers never change.
+    for point in ["compact-recorded", "compact-published", "compact-removing"] {
+        let mut c = silt();
+        let o = c
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("SILT_FAILPOINT", point)
+            .args(["compact", "--lake", &s3])
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success(),
+            "{point}: the failpoint was not reached"
+        );
+        assert_eq!(query(), expected, "after a compaction killed at {point}");
+    }
+    // The next compaction recovers first (finishing the one killed after its commit), then
+    // merges the rest.
+    let o = run(&env, &["compact", "--lake", &s3, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(ok(&o))).unwrap();
+    assert_eq!(report["errors"].as_array().unwrap().len(), 0, "{report}");
+    assert_eq!(query(), expected);
+    let (rows, files_after) = glob_rows(remote, "zeek.conn");
+    assert_eq!(
+        rows,
+        body.len() as u64,
+        "a glob reader counts every row once"
+    );
+    assert_eq!(files_after, 24, "one file per hour partition");
+    assert!(!remote.exists("_silt/maintenance.lock").unwrap());
+    // Nothing left to merge.
+    let o = run(&env, &["compact", "--lake", &s3]);
+    assert!(
+        stdout(ok(&o)).contains("nothing to compact"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Retention by partition time: the 2009 conn.log goes, this hour's events stay, and a
+    // 40-day-old partition of the same table goes.
+    let now = chrono::Utc::now();
+    let events = dir.path().join("events.ndjson");
+    let old = now - chrono::Duration::days(40);
+    std::fs::write(
+        &events,
+        format!(
+            "{{\"ts\":\"{}\",\"a\":1}}\n{{\"ts\":\"{}\",\"a\":2}}\n",
+            old.to_rfc3339(),
+            now.to_rfc3339()
+        ),
+    )
+    .unwrap();
+    ok(&run(
+        &env,
+        &[
+            "import",
+            "json",
+            p(&events),
+            "--lake",
+            &s3,
+            "--table",
+            "app.events",
+            "--partition",
+            "day",
+        ],
+    ));
+    let o = run(&env, &["retain", "--lake", &s3, "--keep", "30d", "--json"]);
+    let rep: serde_json::Value = serde_json::from_str(&stdout(ok(&o))).unwrap();
+    let dropped: Vec<String> = rep["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["table"].as_str().unwrap(),
+                d["partition"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            format!("app.events/dt={}", old.format("%Y-%m-%d")),
+            "zeek.conn/dt=2009-11-18".to_string(),
+            "zeek.conn/dt=2009-11-19".to_string(),
+        ],
+        "{rep}"
+    );
+    let left = stdout(ok(&run(
+        &env,
+        &[
+            "query",
+            "--lake",
+            &s3,
+            "--format",
+            "csv",
+            "SELECT sum(a) AS a FROM app.events",
+        ],
+    )));
+    assert_eq!(left.lines().nth(1), Some("2"), "{left}");
+    assert_eq!(glob_rows(remote, "zeek.conn"), (0, 0));
+    // Vacuum with no grace removes the records the maintenance left.
+    ok(&run(&env, &["vacuum", "--lake", &s3, "--grace", "0s"]));
+    for d in ["_silt/replace", "_silt/drop"] {
+        assert!(remote.list(d).unwrap().is_empty(), "{d} left");
+    }
 }

@@ -32,9 +32,13 @@
 //!
 //! Touches only objects below the lake's prefix.
 
+pub mod compact;
 pub mod file;
 pub mod footers;
+pub mod lock;
 pub mod record;
+pub mod replace;
+pub mod retain;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -46,7 +50,9 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion, WriteMultipart,
+};
 use silt_core::TableName;
 
 use crate::config::StoreKind;
@@ -56,6 +62,9 @@ use crate::layout::DataFile;
 const PART: usize = 16 << 20;
 /// Parts of one multipart upload in flight at once (bounds the memory an upload takes).
 const PARTS_IN_FLIGHT: usize = 4;
+/// Small objects read, or objects deleted, at once by [`RemoteLake::get_many`] and
+/// [`RemoteLake::delete_many`].
+const REQUESTS_IN_FLIGHT: usize = 16;
 
 /// What a `--lake` argument names.
 #[derive(Clone)]
@@ -181,6 +190,23 @@ fn split_url(url: &str) -> anyhow::Result<(String, String)> {
         "--lake {url}: no bucket; write s3://BUCKET/PREFIX"
     );
     Ok((bucket.to_string(), prefix.trim_matches('/').to_string()))
+}
+
+/// When [`RemoteLake::put_if`] may write.
+#[derive(Debug, Clone)]
+pub enum PutIf {
+    /// Only if no object has the key (`If-None-Match: *`).
+    Absent,
+    /// Only if the object is still the version read (`If-Match: <etag>`).
+    Unchanged(UpdateVersion),
+}
+
+/// A small object with the version that a conditional write compares with.
+#[derive(Debug, Clone)]
+pub struct Versioned {
+    pub bytes: Bytes,
+    pub modified: SystemTime,
+    pub version: UpdateVersion,
 }
 
 /// One object listed below the lake.
@@ -392,24 +418,41 @@ impl RemoteLake {
         Ok(out)
     }
 
-    /// A table's data files, sorted by path (the listing rules of [`crate::layout`]).
+    /// A table's data files, sorted by path (the listing rules of [`crate::layout`]; files a
+    /// compaction replaced or a retention is dropping are left out, [`replace::Hidden`]).
     pub fn data_files(&self, table: &TableName) -> anyhow::Result<Vec<DataFile>> {
-        let root = self.root_path();
-        let mut out: Vec<DataFile> = self
-            .list(&table.to_string())?
+        Ok(self
+            .data_files_listed(table)?
             .into_iter()
-            .filter(|o| !o.rel.split('/').any(crate::layout::is_hidden))
+            .map(|(f, _)| f)
+            .collect())
+    }
+
+    /// [`RemoteLake::data_files`] with each file's modification time.
+    pub fn data_files_listed(
+        &self,
+        table: &TableName,
+    ) -> anyhow::Result<Vec<(DataFile, SystemTime)>> {
+        let root = self.root_path();
+        let listed = self.list(&table.to_string())?;
+        let hidden = replace::Hidden::load(self, &listed)?;
+        let mut out: Vec<(DataFile, SystemTime)> = listed
+            .into_iter()
+            .filter(|o| !o.rel.split('/').any(crate::layout::is_hidden) && !hidden.hides(o))
             .filter_map(|o| {
                 let path = root.join(&o.rel);
                 let store = StoreKind::from_path(&path)?;
-                Some(DataFile {
-                    path,
-                    bytes: o.size,
-                    store,
-                })
+                Some((
+                    DataFile {
+                        path,
+                        bytes: o.size,
+                        store,
+                    },
+                    o.modified,
+                ))
             })
             .collect();
-        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out.sort_by(|a, b| a.0.path.cmp(&b.0.path));
         Ok(out)
     }
 
@@ -431,6 +474,20 @@ impl RemoteLake {
             match store.get(&key).await {
                 Ok(r) => Ok(Some(r.bytes().await.map_err(|e| explain(e, &what))?)),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(explain(e, &what)),
+            }
+        })
+    }
+
+    /// Whether the object `rel` exists.
+    pub fn exists(&self, rel: &str) -> anyhow::Result<bool> {
+        let store = self.store.clone();
+        let key = self.key(rel);
+        let what = format!("{}/{rel}", self.url);
+        self.block_on(async move {
+            match store.head(&key).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
                 Err(e) => Err(explain(e, &what)),
             }
         })
@@ -473,6 +530,119 @@ impl RemoteLake {
                 .put(&key, PutPayload::from(bytes))
                 .await
                 .map_err(|e| explain(e, &what))?;
+            Ok(())
+        })
+    }
+
+    /// The objects `rels` (small records), read [`REQUESTS_IN_FLIGHT`] at a time, in order;
+    /// `None` for one that is gone.
+    pub fn get_many(&self, rels: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
+        use futures::StreamExt;
+        let store = self.store.clone();
+        let jobs: Vec<(ObjectPath, String)> = rels
+            .iter()
+            .map(|r| (self.key(r), format!("{}/{r}", self.url)))
+            .collect();
+        self.block_on(async move {
+            futures::stream::iter(jobs)
+                .map(|(key, what)| {
+                    let store = store.clone();
+                    async move {
+                        match store.get(&key).await {
+                            Ok(r) => Ok(Some(r.bytes().await.map_err(|e| explain(e, &what))?)),
+                            Err(object_store::Error::NotFound { .. }) => Ok(None),
+                            Err(e) => Err(explain(e, &what)),
+                        }
+                    }
+                })
+                .buffered(REQUESTS_IN_FLIGHT)
+                .try_collect()
+                .await
+        })
+    }
+
+    /// The object `rel` with its version, or `None` when there is none.
+    pub fn get_versioned(&self, rel: &str) -> anyhow::Result<Option<Versioned>> {
+        let store = self.store.clone();
+        let key = self.key(rel);
+        let what = format!("{}/{rel}", self.url);
+        self.block_on(async move {
+            match store.get(&key).await {
+                Ok(r) => {
+                    let meta = r.meta.clone();
+                    let bytes = r.bytes().await.map_err(|e| explain(e, &what))?;
+                    Ok(Some(Versioned {
+                        bytes,
+                        modified: meta.last_modified.into(),
+                        version: UpdateVersion {
+                            e_tag: meta.e_tag,
+                            version: meta.version,
+                        },
+                    }))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(explain(e, &what)),
+            }
+        })
+    }
+
+    /// Writes the object `rel` only when `cond` holds (S3 conditional writes); returns the new
+    /// version, or `None` when another writer got there first. A store without conditional
+    /// writes is an error that says so.
+    pub fn put_if(
+        &self,
+        rel: &str,
+        bytes: Vec<u8>,
+        cond: PutIf,
+    ) -> anyhow::Result<Option<UpdateVersion>> {
+        let store = self.store.clone();
+        let key = self.key(rel);
+        let what = format!("{}/{rel}", self.url);
+        let mode = match cond {
+            PutIf::Absent => PutMode::Create,
+            PutIf::Unchanged(v) => PutMode::Update(v),
+        };
+        self.block_on(async move {
+            match store
+                .put_opts(&key, PutPayload::from(bytes), PutOptions::from(mode))
+                .await
+            {
+                Ok(r) => Ok(Some(UpdateVersion {
+                    e_tag: r.e_tag,
+                    version: r.version,
+                })),
+                Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                ) => Ok(None),
+                Err(e @ object_store::Error::NotImplemented { .. }) => Err(anyhow::anyhow!(
+                    "{what}: {e} (silt's maintenance commands need an object store with \
+                     conditional writes, If-None-Match and If-Match, as S3 and MinIO have)"
+                )),
+                Err(e) => Err(explain(e, &what)),
+            }
+        })
+    }
+
+    /// Removes the objects `rels` (bulk deletes where the store has them; objects already gone
+    /// are fine).
+    pub fn delete_many(&self, rels: &[String]) -> anyhow::Result<()> {
+        use futures::StreamExt;
+        if rels.is_empty() {
+            return Ok(());
+        }
+        let store = self.store.clone();
+        let keys: Vec<object_store::Result<ObjectPath>> =
+            rels.iter().map(|r| Ok(self.key(r))).collect();
+        let what = self.url.clone();
+        self.block_on(async move {
+            let mut done = store.delete_stream(futures::stream::iter(keys).boxed());
+            while let Some(r) = done.next().await {
+                match r {
+                    Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(explain(e, &what)),
+                }
+            }
             Ok(())
         })
     }

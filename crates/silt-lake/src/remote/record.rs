@@ -139,6 +139,25 @@ impl RemoteImportLog {
         Ok(rec)
     }
 
+    /// Files (relative to the lake) that runs not yet finished, live or dead, have published or
+    /// are about to: maintenance leaves them alone (as [`crate::imports::ImportLog::in_flight`]).
+    pub fn in_flight(&self) -> anyhow::Result<std::collections::HashSet<String>> {
+        let journals: Vec<String> = self
+            .lake
+            .list(IMPORTS_DIR)?
+            .into_iter()
+            .map(|o| o.rel)
+            .filter(|r| r.ends_with(".journal"))
+            .collect();
+        let mut out = std::collections::HashSet::new();
+        for body in self.lake.get_many(&journals)?.into_iter().flatten() {
+            if let Ok(j) = serde_json::from_slice::<Journal>(&body) {
+                out.extend(j.files);
+            }
+        }
+        Ok(out)
+    }
+
     /// Starts a run: writes its journal and keeps it fresh until the run finishes or is dropped.
     pub fn begin(&self) -> anyhow::Result<RemoteRun> {
         let id = crate::imports::new_run_id();
@@ -170,7 +189,7 @@ impl RemoteImportLog {
 }
 
 /// This machine's name (empty when unknown: then only [`STALE`] tells a dead run).
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|s| s.trim().to_string())
@@ -179,7 +198,7 @@ fn host_name() -> String {
 
 /// Whether process `pid` of this machine runs (Linux; elsewhere assumed to, so that only
 /// [`STALE`] tells).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     if !Path::new("/proc/self").exists() {
         return true;
     }
@@ -324,7 +343,7 @@ impl Publisher for RemotePublisher {
 }
 
 /// `path` below `root`, `/`-separated.
-fn rel_below(root: &Path, path: &Path) -> anyhow::Result<String> {
+pub(crate) fn rel_below(root: &Path, path: &Path) -> anyhow::Result<String> {
     let rel = path
         .strip_prefix(root)
         .with_context(|| format!("{} is not below {}", path.display(), root.display()))?;

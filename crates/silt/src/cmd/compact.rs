@@ -11,7 +11,6 @@ use silt_lake::WriterConfig;
 use crate::cli::CompactArgs;
 
 pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
-    silt_lake::remote::LakeRoot::local(&a.lake, "silt compact")?;
     let tables = a
         .table
         .iter()
@@ -64,7 +63,12 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
             ),
         }
     };
-    let rep = compact(&a.lake, &opts, &mut on_group)?;
+    let rep = match silt_lake::remote::LakeRoot::open(&a.lake)? {
+        silt_lake::remote::LakeRoot::Dir(d) => compact(&d, &opts, &mut on_group)?,
+        silt_lake::remote::LakeRoot::Remote(r) => {
+            silt_lake::remote::compact::compact(&r, &opts, None, &mut on_group)?
+        }
+    };
 
     #[derive(Default)]
     struct Sum {

@@ -8,14 +8,18 @@ use silt_lake::summary::human_bytes;
 use crate::cli::RetainArgs;
 
 pub fn run(a: RetainArgs) -> anyhow::Result<i32> {
-    silt_lake::remote::LakeRoot::local(&a.lake, "silt retain")?;
     let per_table = crate::opts::retention_windows(&a.table, "--table")?;
     let opts = RetainOptions {
         keep: a.keep,
         per_table,
         dry_run: a.dry_run,
     };
-    let rep = retain(&a.lake, &opts, SystemTime::now())?;
+    let rep = match silt_lake::remote::LakeRoot::open(&a.lake)? {
+        silt_lake::remote::LakeRoot::Dir(d) => retain(&d, &opts, SystemTime::now())?,
+        silt_lake::remote::LakeRoot::Remote(r) => {
+            silt_lake::remote::retain::retain(&r, &opts, SystemTime::now())?
+        }
+    };
     if a.json {
         let dropped: Vec<serde_json::Value> = rep
             .dropped

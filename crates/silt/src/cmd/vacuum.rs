@@ -8,12 +8,22 @@ use silt_lake::vacuum::{vacuum, VacuumOptions};
 use crate::cli::VacuumArgs;
 
 pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
-    silt_lake::remote::LakeRoot::local(&a.lake, "silt vacuum")?;
     let opts = VacuumOptions {
         grace: a.grace,
         dry_run: a.dry_run,
     };
-    let r = vacuum(&a.lake, &opts, SystemTime::now())?;
+    let r = match silt_lake::remote::LakeRoot::open(&a.lake)? {
+        silt_lake::remote::LakeRoot::Dir(d) => vacuum(&d, &opts, SystemTime::now())?,
+        silt_lake::remote::LakeRoot::Remote(r) => {
+            anyhow::ensure!(
+                !a.dry_run,
+                "silt vacuum --dry-run does not work on an object-store lake ({}) yet: without \
+                 it, vacuum removes only what dead imports, compactions and retentions left",
+                r.url()
+            );
+            silt_lake::remote::retain::vacuum(&r, &opts)?
+        }
+    };
     if a.json {
         let v = serde_json::json!({
             "dry_run": a.dry_run,
