@@ -53,7 +53,6 @@ use silt_core::{Emit, TableName};
 use crate::config::{StoreKind, WriterConfig};
 use crate::imports::ImportLog;
 use crate::layout::{self, DataFile};
-use crate::remote::file::RemoteFile;
 use crate::replace::{self, MaintenanceLock, Recovery, Replacement, ReplacingPublisher, Written};
 use crate::single::SingleFileWriter;
 
@@ -198,12 +197,10 @@ pub(crate) trait Files {
     fn remove_inputs(&self, rec: &Replacement) -> anyhow::Result<usize>;
 }
 
-/// A data file opened for reading: a local file, an object read whole, or an object read in
-/// ranges (large ones).
+/// A data file opened for reading: a local file, or an object read whole.
 pub(crate) enum Source {
     File(File),
     Bytes(Bytes),
-    Remote(RemoteFile),
 }
 
 trait ReadSeek: Read + Seek + Send {}
@@ -215,7 +212,6 @@ impl Source {
         match self {
             Source::File(f) => Box::new(BufReader::new(f)),
             Source::Bytes(b) => Box::new(std::io::Cursor::new(b)),
-            Source::Remote(r) => Box::new(r.reader()),
         }
     }
 }
@@ -225,7 +221,6 @@ impl Length for Source {
         match self {
             Source::File(f) => Length::len(f),
             Source::Bytes(b) => Length::len(b),
-            Source::Remote(r) => Length::len(r),
         }
     }
 }
@@ -237,7 +232,6 @@ impl ChunkReader for Source {
         Ok(match self {
             Source::File(f) => Box::new(f.get_read(start)?),
             Source::Bytes(b) => Box::new(b.get_read(start)?),
-            Source::Remote(r) => Box::new(r.get_read(start)?),
         })
     }
 
@@ -245,7 +239,6 @@ impl ChunkReader for Source {
         match self {
             Source::File(f) => f.get_bytes(start, length),
             Source::Bytes(b) => b.get_bytes(start, length),
-            Source::Remote(r) => r.get_bytes(start, length),
         }
     }
 }

@@ -10,10 +10,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::p;
+use common::{bucket, minio, p};
 
 fn silt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_silt"))
@@ -29,61 +29,6 @@ fn ok(o: &std::process::Output) -> &std::process::Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The environment of a running MinIO (scripts/minio.sh start), or None after a skip message
-/// (a failure in CI).
-fn minio() -> Option<Vec<(String, String)>> {
-    let out = Command::new("bash")
-        .arg(root().join("scripts/minio.sh"))
-        .arg("start")
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return silt_testkit::skip(&format!(
-            "MinIO (scripts/minio.sh start) did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    let env: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    assert!(
-        env.iter().any(|(k, _)| k == "AWS_ENDPOINT_URL"),
-        "scripts/minio.sh start printed no environment: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    Some(env)
-}
-
-/// A new bucket for one test.
-fn bucket(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = format!("silt-{tag}-{}-{nanos:x}", std::process::id());
-    let out = Command::new("bash")
-        .arg(root().join("scripts/minio.sh"))
-        .args(["bucket", &name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    name
 }
 
 /// `silt ARGS` with the store's environment.

@@ -1,8 +1,9 @@
 //! `silt compact` on an object-store lake: the planning, merging and checks of
 //! [`crate::compact`], with the lake's [`RemoteLock`] for the maintenance lock, the replacement
-//! protocol of [`super::replace`] (record, upload, delete), and the inputs read from the store:
-//! an object up to [`WHOLE`] in one request, a larger one in ranges. Outputs are written in a
-//! local staging directory (a temporary directory, or `--staging`) and uploaded whole.
+//! protocol of [`super::replace`] (record, upload, delete), and the inputs read from the store in
+//! one request each: an object up to [`WHOLE`] into memory, a larger one into the staging
+//! directory. Outputs are written in the staging directory (a temporary directory) and uploaded
+//! whole.
 //!
 //! Touches the lake's data files, `_silt/replace/`, `_silt/drop/` (recovery),
 //! `_silt/imports/` (recovery of dead imports), `_silt/maintenance.lock`, and its staging
@@ -29,14 +30,16 @@ use crate::layout::{self, DataFile};
 use crate::replace::{Replacement, Written};
 use crate::single::SingleFileWriter;
 
-/// Objects up to this size are read with one request (compaction reads every column anyway);
-/// larger ones in ranges, so memory stays bounded.
+/// Objects up to this size are read into memory (compaction reads every column anyway); larger
+/// ones are copied to the staging directory, so memory stays bounded.
 pub const WHOLE: u64 = 32 << 20;
 
 /// An object-store lake as compaction sees it.
 struct RemoteFiles<'a> {
     lock: &'a RemoteLock,
     staging: PathBuf,
+    /// Inputs up to this size are read into memory ([`WHOLE`]).
+    whole: u64,
     footers: FooterCache,
     /// Modification times of listed files (the footer cache's key).
     modified: Mutex<HashMap<PathBuf, SystemTime>>,
@@ -76,15 +79,24 @@ impl Files for RemoteFiles<'_> {
 
     fn open(&self, f: &DataFile) -> anyhow::Result<Source> {
         let lake = self.lake();
-        if f.bytes <= WHOLE {
-            let rel = lake.rel_of(&f.path)?;
+        let rel = lake.rel_of(&f.path)?;
+        if f.bytes <= self.whole {
             let bytes = lake
                 .get(&rel)?
                 .ok_or_else(|| anyhow::anyhow!("{} is gone", f.path.display()))?;
-            Ok(Source::Bytes(bytes))
-        } else {
-            Ok(Source::Remote(lake.file(f)?))
+            return Ok(Source::Bytes(bytes));
         }
+        // A large input is copied to the staging directory in one streamed request (a range
+        // request per column chunk is several times slower), opened, and unlinked at once: the
+        // open file lives until the merge has read it.
+        let local = self
+            .staging
+            .join(format!(".input-{}", uuid::Uuid::new_v4().simple()));
+        let copied = lake.download(&rel, &local).and_then(|_| {
+            std::fs::File::open(&local).with_context(|| format!("cannot open {}", local.display()))
+        });
+        let _ = std::fs::remove_file(&local);
+        Ok(Source::File(copied?))
     }
 
     fn footer(&self, f: &DataFile) -> anyhow::Result<Arc<ParquetMetaData>> {
@@ -141,6 +153,17 @@ pub fn compact(
     staging: Option<&std::path::Path>,
     obs: &mut dyn CompactObserver,
 ) -> anyhow::Result<CompactReport> {
+    compact_with(lake, opts, staging, WHOLE, obs)
+}
+
+/// [`compact`] reading inputs up to `whole` bytes into memory.
+fn compact_with(
+    lake: &Arc<RemoteLake>,
+    opts: &CompactOptions,
+    staging: Option<&std::path::Path>,
+    whole: u64,
+    obs: &mut dyn CompactObserver,
+) -> anyhow::Result<CompactReport> {
     let started = Instant::now();
     let lock = RemoteLock::acquire(lake, "silt compact")?;
     let mut report = CompactReport::default();
@@ -157,6 +180,7 @@ pub fn compact(
     let files = RemoteFiles {
         lock: &lock,
         staging: dir.path().to_path_buf(),
+        whole,
         footers: FooterCache::from_env(),
         modified: Mutex::default(),
     };
@@ -281,6 +305,25 @@ pub(crate) mod tests {
         assert_eq!((r.completed, r.inputs_removed, r.abandoned), (1, 1, 1));
         assert!(!lake.exists(&stale).unwrap());
         drop(lock);
-        assert_eq!(values(&lake, "t.x"), (expected, 2));
+        assert_eq!(values(&lake, "t.x"), (expected.clone(), 2));
+
+        // Inputs above the in-memory size are copied to the staging directory and read there
+        // (here every input is: the limit is 0), and nothing of them is left behind.
+        lake.put("t.x/dt=2024-01-02/e.parquet", parquet(40..50))
+            .unwrap();
+        let staging = tempfile::tempdir().unwrap();
+        let rep = compact_with(
+            &lake,
+            &CompactOptions::default(),
+            Some(staging.path()),
+            0,
+            &mut |_: &_| {},
+        )
+        .unwrap();
+        assert_eq!(rep.failed(), 0, "{:?}", rep.groups);
+        assert_eq!((rep.groups.len(), rep.groups[0].rows), (1, 20));
+        let all: Vec<i64> = (0..50).collect();
+        assert_eq!(values(&lake, "t.x"), (all, 2));
+        assert_eq!(std::fs::read_dir(staging.path()).unwrap().count(), 0);
     }
 }

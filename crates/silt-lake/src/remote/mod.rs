@@ -520,6 +520,37 @@ impl RemoteLake {
         })
     }
 
+    /// Copies the object `rel` into the local file `to` (streamed: memory stays small whatever
+    /// the object's size); returns its size.
+    pub fn download(&self, rel: &str, to: &Path) -> anyhow::Result<u64> {
+        use futures::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let store = self.store.clone();
+        let key = self.key(rel);
+        let what = format!("{}/{rel}", self.url);
+        let to = to.to_path_buf();
+        self.block_on(async move {
+            let mut body = store
+                .get(&key)
+                .await
+                .map_err(|e| explain(e, &what))?
+                .into_stream();
+            let mut f = tokio::fs::File::create(&to)
+                .await
+                .with_context(|| format!("cannot create {}", to.display()))?;
+            let mut n = 0u64;
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| explain(e, &what))?;
+                n += chunk.len() as u64;
+                f.write_all(&chunk)
+                    .await
+                    .with_context(|| format!("cannot write {}", to.display()))?;
+            }
+            f.flush().await?;
+            Ok(n)
+        })
+    }
+
     /// Writes the object `rel` in one `PUT` (atomic: readers see the old or the new object).
     pub fn put(&self, rel: &str, bytes: Vec<u8>) -> anyhow::Result<()> {
         let store = self.store.clone();
