@@ -218,8 +218,13 @@ fn queries_stay_exact_while_the_server_compacts() {
         .timeout_global(Some(Duration::from_secs(10)))
         .build()
         .into();
-    // The table exists once the first batch is acknowledged.
+    // The table exists once the first acknowledged batch is decoded (moments after the
+    // acknowledgement, longer on a loaded machine); from then on every query must succeed.
     while next.load(Ordering::Relaxed) == 0 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let visible_by = Instant::now() + Duration::from_secs(10);
+    while counts(&agent, &addr).is_err() && Instant::now() < visible_by {
         std::thread::sleep(Duration::from_millis(10));
     }
     let until = Instant::now() + Duration::from_secs(6);
@@ -240,10 +245,13 @@ fn queries_stay_exact_while_the_server_compacts() {
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
     let compactions = metric(&agent, &addr, "silt_compactions_total");
+    let flushes = metric(&agent, &addr, "silt_flush_total");
     assert!(compactions > 0);
     terminate(&mut child);
     let acked = (next.load(Ordering::Relaxed) * BATCH) as u64;
-    eprintln!("{queries} queries, {compactions} compactions, {acked} rows acknowledged");
+    eprintln!(
+        "{queries} queries, {compactions} compactions, {flushes} flushes, {acked} rows acknowledged"
+    );
     let out = Command::new(SILT)
         .args(["query", "--lake"])
         .arg(&lake)
@@ -256,28 +264,31 @@ fn queries_stay_exact_while_the_server_compacts() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().nth(1).unwrap(), format!("{acked},{acked}"));
-    // The flushes' small files were merged: far fewer files than flushes.
-    let files = std::fs::read_dir(&lake)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name() == "app.events")
-        .map(|e| count_parquet(&e.path()))
-        .sum::<usize>();
-    assert!(files <= 6, "{files} files left after compaction");
+    // The flushes' small files were merged: far fewer files than flushes. What is left is the
+    // last merged file plus the flushes since the last compaction, which on a loaded machine
+    // (compactions wait for the queries in flight) can be several: at most a quarter of the
+    // flushes, and never more than 6 when there were few.
+    let (files, _) = count_parquet(&lake.join("app.events"));
+    assert!(
+        files as u64 <= (flushes / 4).max(6),
+        "{files} files left after compaction of {flushes} flushes"
+    );
 }
 
-fn count_parquet(d: &std::path::Path) -> usize {
-    std::fs::read_dir(d)
-        .unwrap()
-        .flatten()
-        .map(|e| {
-            if e.file_type().unwrap().is_dir() {
-                count_parquet(&e.path())
-            } else {
-                usize::from(e.path().extension().is_some_and(|x| x == "parquet"))
-            }
-        })
-        .sum()
+/// Parquet files below `d`, and the directories that hold them (partitions).
+fn count_parquet(d: &std::path::Path) -> (usize, usize) {
+    let (mut files, mut parts) = (0, 0);
+    let mut here = 0;
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            let (f, p) = count_parquet(&e.path());
+            files += f;
+            parts += p;
+        } else if e.path().extension().is_some_and(|x| x == "parquet") {
+            here += 1;
+        }
+    }
+    (files + here, parts + usize::from(here > 0))
 }
 
 /// An operator's `silt compact` next to a running server: the server notices (within its 5 s
@@ -327,7 +338,9 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     assert!(rescans > 0, "the server did not list the lake again");
     assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
     terminate(&mut child);
-    assert!(count_parquet(&lake.join("app.events")) <= 2);
+    // One merged file per partition, and at most one flush since.
+    let (files, parts) = count_parquet(&lake.join("app.events"));
+    assert!(files <= 1 + parts, "{files} files in {parts} partition(s)");
 }
 
 /// A counter of the server's `/metrics`.
