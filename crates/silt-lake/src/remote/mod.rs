@@ -467,16 +467,7 @@ impl RemoteLake {
 
     /// The object `rel`, or `None` when there is none.
     pub fn get(&self, rel: &str) -> anyhow::Result<Option<Bytes>> {
-        let store = self.store.clone();
-        let key = self.key(rel);
-        let what = format!("{}/{rel}", self.url);
-        self.block_on(async move {
-            match store.get(&key).await {
-                Ok(r) => Ok(Some(r.bytes().await.map_err(|e| explain(e, &what))?)),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(explain(e, &what)),
-            }
-        })
+        Ok(self.get_versioned(rel)?.map(|v| v.bytes))
     }
 
     /// Whether the object `rel` exists.

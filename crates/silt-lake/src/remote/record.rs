@@ -317,15 +317,9 @@ impl Publisher for RemotePublisher {
         writer: BufWriter<File>,
         rows: u64,
     ) -> anyhow::Result<PublishedFile> {
-        // No fsync: the staged copy is read back once by the upload, and a crash loses the
-        // staging directory with the run (whose journal makes the next import clean up).
-        let mut f = writer
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
-        f.flush()?;
-        drop(f);
-        let rel = rel_below(&self.staging, &file.final_path)?;
+        // A crash loses the staging directory with the run (whose journal makes the next
+        // import clean up).
+        let rel = close_staged(&self.staging, &file, writer)?;
         {
             let mut j = self.state.lock().unwrap_or_else(|e| e.into_inner());
             j.files.push(rel.clone());
@@ -340,6 +334,23 @@ impl Publisher for RemotePublisher {
             rows,
         })
     }
+}
+
+/// Closes a file written in the staging directory `staging`; returns its place below the lake
+/// (`/`-separated). No fsync: the staged copy is read back once by the upload, and a crash
+/// before the upload leaves nothing in the lake to protect.
+pub(crate) fn close_staged(
+    staging: &Path,
+    file: &PendingFile,
+    writer: BufWriter<File>,
+) -> anyhow::Result<String> {
+    let mut f = writer
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
+    f.flush()?;
+    drop(f);
+    rel_below(staging, &file.final_path)
 }
 
 /// `path` below `root`, `/`-separated.

@@ -37,7 +37,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -292,15 +292,7 @@ impl Publisher for RemoteReplacingPublisher {
             file.abandon();
             return Err(e);
         }
-        // No fsync: the staged copy is read back once by the upload (a crash loses it with the
-        // run, before the commit).
-        let mut f = writer
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("cannot write {}", file.temp_path.display()))?;
-        f.flush()?;
-        drop(f);
-        let output = super::record::rel_below(&self.staging, &file.final_path)?;
+        let output = super::record::close_staged(&self.staging, &file, writer)?;
         let rec = Replacement::new(
             &self.table,
             output.clone(),
