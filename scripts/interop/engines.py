@@ -481,13 +481,13 @@ class TrinoEngine:
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, workdir, memory):
+    def __init__(self, workdir, memory, delta=False):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
         import pyspark
         self.pyspark = pyspark
-        self.spark = (
+        builder = (
             SparkSession.builder.master("local[2]")
             .appName("silt-interop")
             .config("spark.driver.memory", memory)
@@ -500,8 +500,19 @@ class SparkEngine:
             .config("spark.driver.extraJavaOptions",
                     "-Dderby.system.home=%s -Duser.timezone=UTC" % workdir)
             .config("spark.sql.catalogImplementation", "in-memory")
-            .getOrCreate()
         )
+        if delta:
+            # The Delta Lake jars that scripts/spark.sh fetched into its Ivy cache.
+            from delta import configure_spark_with_delta_pip
+            builder = (
+                builder.config("spark.jars.ivy", os.environ.get(
+                    "SILT_SPARK_IVY", os.path.expanduser("~/.cache/silt-spark-ivy")))
+                .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                .config("spark.sql.catalog.spark_catalog",
+                        "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            )
+            builder = configure_spark_with_delta_pip(builder)
+        self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
 
     def run(self, sql):
@@ -682,6 +693,10 @@ def type_findings(path, atype, spark_read, spark_ddl, spark_read_schema=True):
     return out
 
 
+def is_delta(tdir):
+    return os.path.isdir(os.path.join(tdir, "_delta_log"))
+
+
 def check_table(args, info, silt, duck, spark, report, trino=None):
     table = info["table"]
     tdir = os.path.join(args.lake, table)
@@ -723,7 +738,11 @@ def check_table(args, info, silt, duck, spark, report, trino=None):
     spark_schema = None
     if spark is not None:
         try:
-            df = spark.spark.read.option("mergeSchema", "true").parquet(os.path.abspath(tdir))
+            if is_delta(tdir):
+                # A table with a Delta log is read as Delta: the files its log names.
+                df = spark.spark.read.format("delta").load(os.path.abspath(tdir))
+            else:
+                df = spark.spark.read.option("mergeSchema", "true").parquet(os.path.abspath(tdir))
             df.createOrReplaceTempView(view)
             spark_schema = df.schema
         except Exception as e:  # noqa: BLE001
@@ -1127,7 +1146,8 @@ def main():
         if not args.no_spark:
             t0 = time.time()
             try:
-                spark = SparkEngine(workdir, args.spark_memory)
+                delta = any(is_delta(os.path.join(args.lake, t["table"])) for t in tables)
+                spark = SparkEngine(workdir, args.spark_memory, delta)
             except Exception as e:  # noqa: BLE001
                 print("engines.py: Spark did not start: %s" % e, file=sys.stderr)
                 return 2

@@ -72,8 +72,8 @@ pub fn import(
     reimport: Reimport,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<ImportOutcome> {
+    let log = ImportLog::open(lake)?.with_table_format(cfg.table_format);
     let writer = LakeWriter::new(lake, cfg)?;
-    let log = ImportLog::open(lake)?;
     let recovered = log.recover()?;
     // A compaction a crash interrupted is finished (or undone) now, so that other engines' globs
     // see the lake right again.
@@ -170,6 +170,11 @@ pub fn import_into(
         LakeRoot::Dir(dir) => return import(inputs, pipeline, dir, cfg, reimport, observer),
         LakeRoot::Remote(r) => r,
     };
+    anyhow::ensure!(
+        cfg.table_format == silt_lake::TableFormat::Hive,
+        "--table-format delta works on a lake directory, not yet on an object store ({}): import with --table-format hive",
+        remote.url()
+    );
     let staging = tempfile::Builder::new()
         .prefix("silt-staging-")
         .tempdir()

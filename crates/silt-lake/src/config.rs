@@ -161,6 +161,29 @@ impl From<Partitioning> for PartitionChoice {
 /// pruning; 65,536 rows keeps most of the gain at almost no memory.
 pub const DEFAULT_PAGE_ROWS: usize = 65_536;
 
+/// What keeps the list of a table's files (`--table-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TableFormat {
+    /// Plain Hive layout: the files in the directories are the table (the default).
+    #[default]
+    Hive,
+    /// The same files, plus a Delta Lake log (`<table>/_delta_log/`, see [`crate::delta`]) that
+    /// Spark, Trino and DuckDB's `delta_scan` read as the table. Applies to tables this run
+    /// creates or writes; a table that already has a log keeps it whatever the flag says.
+    Delta,
+}
+
+impl FromStr for TableFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "hive" => Ok(TableFormat::Hive),
+            "delta" => Ok(TableFormat::Delta),
+            _ => Err(format!("unknown table format {s:?}: use hive or delta")),
+        }
+    }
+}
+
 /// Everything the writer needs to know.
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
@@ -204,6 +227,8 @@ pub struct WriterConfig {
     pub time_column: Option<String>,
     /// Per-column Parquet encoding hints, applied on top of the automatic choices.
     pub encodings: EncodingHints,
+    /// `--table-format`: whether tables written get a Delta Lake log.
+    pub table_format: TableFormat,
 }
 
 /// Per-column Parquet encoding hints (`--dictionary`, `--no-dictionary`, `--delta`,
@@ -251,6 +276,7 @@ impl Default for WriterConfig {
             max_open_partitions: 32,
             time_column: None,
             encodings: EncodingHints::default(),
+            table_format: TableFormat::Hive,
         }
     }
 }
@@ -282,6 +308,12 @@ impl WriterConfig {
                 "feather files support zstd, lz4 or none, not {:?}",
                 self.codec
             ));
+        }
+        if self.store == StoreKind::Feather && self.table_format == TableFormat::Delta {
+            return Err(
+                "--table-format delta needs Parquet files (a Delta table is Parquet only): drop --store feather"
+                    .into(),
+            );
         }
         if self.store == StoreKind::Feather && self.level.is_some() && self.codec == Codec::Lz4 {
             return Err("feather lz4 takes no level".into());

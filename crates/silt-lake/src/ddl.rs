@@ -77,6 +77,8 @@ pub struct TableLayout {
     pub dt_range: Option<(String, String)>,
     /// Absolute path of the lake directory.
     pub lake: PathBuf,
+    /// The table has a Delta Lake log (`--table-format delta`): Spark reads it `USING DELTA`.
+    pub delta: bool,
 }
 
 /// Options of `silt ddl`.
@@ -195,6 +197,7 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
         partitioning,
         store,
         dt_range: dts.first().cloned().zip(dts.last().cloned()),
+        delta: matches!(lake, LakeRoot::Dir(_)) && crate::delta::has_log(&dir),
         lake: root,
     })
 }
@@ -357,6 +360,12 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
                     "CALL system.sync_partition_metadata({schema}, {table}, 'ADD');"
                 );
             }
+        }
+        Dialect::Spark if t.delta => {
+            // The log has the schema, the partitioning and the files.
+            let _ = writeln!(s, "CREATE TABLE IF NOT EXISTS {qname}");
+            let _ = writeln!(s, "USING DELTA");
+            let _ = writeln!(s, "LOCATION {};", literal(&location));
         }
         Dialect::Spark => {
             for (n, ty) in parts {

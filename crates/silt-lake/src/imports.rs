@@ -35,6 +35,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash64;
 
+use crate::config::TableFormat;
 use crate::publish::{self, PendingFile, PublishedFile, Publisher};
 
 /// Directory of the import record, below the lake root.
@@ -132,6 +133,8 @@ pub struct ImportLog {
     root: PathBuf,
     /// This server instance's flush record (`flush.json` or `flush-NAME.json`).
     flush: String,
+    /// `--table-format`: runs create a Delta log for the tables they write that have none.
+    format: TableFormat,
 }
 
 /// What [`ImportLog::recover`] cleaned up.
@@ -164,7 +167,15 @@ impl ImportLog {
             dir,
             root: root.to_path_buf(),
             flush: instance.map_or_else(|| FLUSH.to_string(), |n| format!("flush-{n}.json")),
+            format: TableFormat::Hive,
         })
+    }
+
+    /// Runs begun from now on give the tables they write that `format` (with
+    /// [`TableFormat::Delta`], a Delta log where a table has none; see [`crate::delta`]).
+    pub fn with_table_format(mut self, format: TableFormat) -> Self {
+        self.format = format;
+        self
     }
 
     /// Every finished run, oldest first. A line that does not parse (a torn last line of a
@@ -285,11 +296,14 @@ impl ImportLog {
                 fs::remove_file(&p)?;
                 continue;
             }
-            for line in BufReader::new(&f).lines() {
-                let rel = line?;
-                if rel.is_empty() {
-                    continue;
-                }
+            let rels: Vec<String> = BufReader::new(&f)
+                .lines()
+                .filter(|l| !matches!(l, Ok(l) if l.is_empty()))
+                .collect::<std::io::Result<_>>()?;
+            // The run may have committed its files to a Delta log before it died: the log
+            // must stop naming them before they go.
+            crate::delta::uncommit(&self.root, &rels, "silt recovery")?;
+            for rel in rels {
                 let file = self.root.join(&rel);
                 match fs::remove_file(&file) {
                     Ok(()) => {
@@ -319,22 +333,7 @@ impl ImportLog {
     /// published or are about to: maintenance leaves them alone, since a dead run's files are
     /// removed by the next import and a live run's would be too if it died.
     pub fn in_flight(&self) -> anyhow::Result<std::collections::HashSet<String>> {
-        let mut out = std::collections::HashSet::new();
-        for e in fs::read_dir(&self.dir)? {
-            let p = e?.path();
-            if p.extension().and_then(|x| x.to_str()) != Some("journal") {
-                continue;
-            }
-            // A journal removed meanwhile belongs to a run that finished.
-            let Ok(f) = File::open(&p) else { continue };
-            for line in BufReader::new(f).lines() {
-                let rel = line?;
-                if !rel.is_empty() {
-                    out.insert(rel);
-                }
-            }
-        }
-        Ok(out)
+        in_flight(&self.dir)
     }
 
     /// Starts a run: its journal, locked for as long as the returned [`Run`] lives.
@@ -360,8 +359,29 @@ impl ImportLog {
             root: self.root.clone(),
             done: self.dir.join(DONE),
             flush: self.dir.join(&self.flush),
+            format: self.format,
         })
     }
+}
+
+/// [`ImportLog::in_flight`] of the record in `dir`.
+fn in_flight(dir: &Path) -> anyhow::Result<std::collections::HashSet<String>> {
+    let mut out = std::collections::HashSet::new();
+    for e in fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.extension().and_then(|x| x.to_str()) != Some("journal") {
+            continue;
+        }
+        // A journal removed meanwhile belongs to a run that finished.
+        let Ok(f) = File::open(&p) else { continue };
+        for line in BufReader::new(f).lines() {
+            let rel = line?;
+            if !rel.is_empty() {
+                out.insert(rel);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A new run's id: its start time (for a readable order) and 8 random hex digits.
@@ -381,6 +401,7 @@ pub struct Run {
     root: PathBuf,
     done: PathBuf,
     flush: PathBuf,
+    format: TableFormat,
 }
 
 impl Run {
@@ -431,6 +452,20 @@ impl Run {
                 })
                 .collect(),
         };
+        // Tables with a Delta log get the files before the run counts as done: a crash from
+        // here on leaves the run to recovery, which takes them out of the log again.
+        let app = if wal_upto.is_some() {
+            "silt serve"
+        } else {
+            "silt import"
+        };
+        let create = self.format == TableFormat::Delta;
+        let in_flight = if create {
+            in_flight(self.done.parent().unwrap_or(Path::new(".")))?
+        } else {
+            Default::default()
+        };
+        crate::delta::commit_published(&self.root, &rec.files, create, &in_flight, app)?;
         if rec.inputs.is_empty() && rec.wal_upto.is_some() {
             // A serve flush: only the last one matters (the log position it covers), so it
             // replaces the previous one instead of adding a line.

@@ -39,6 +39,7 @@ pub mod catalog;
 pub mod compact;
 pub mod config;
 pub mod ddl;
+pub mod delta;
 pub mod granularity;
 pub mod imports;
 pub mod inspect;
@@ -56,7 +57,8 @@ pub mod vacuum;
 pub mod writer;
 
 pub use config::{
-    Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, WriterConfig, DEFAULT_PAGE_ROWS,
+    Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, TableFormat, WriterConfig,
+    DEFAULT_PAGE_ROWS,
 };
 pub use summary::{ImportSummary, TableSummary};
 pub use writer::{Commit, LakeWriter};

@@ -274,6 +274,13 @@ impl Publisher for ReplacingPublisher {
             file.abandon();
             return Err(e);
         }
+        // A Delta table can only swap files its log names (checked before the output appears,
+        // so that the commit below cannot fail for that reason).
+        if let Err(e) = crate::delta::check_replaceable(&self.root, &self.inputs) {
+            drop(writer);
+            file.abandon();
+            return Err(e);
+        }
         let bytes = publish::seal(&file, writer)?;
         let rec = Replacement::new(
             &self.table,
@@ -287,6 +294,8 @@ impl Publisher for ReplacingPublisher {
             .with_context(|| format!("cannot write {}", record.display()))?;
         failpoint("compact-recorded");
         let published = publish::reveal(file, bytes, rows)?;
+        failpoint("compact-renamed");
+        crate::delta::commit_replacement(&self.root, &rec.output, &rec.inputs, "silt compact")?;
         *self
             .written
             .lock()
@@ -347,6 +356,8 @@ pub fn recover(lock: &MaintenanceLock, grace: Duration) -> anyhow::Result<Recove
     for (path, r) in records(root)? {
         let output = root.join(&r.output);
         if output.exists() {
+            // A Delta table's log must have the swap before its inputs go.
+            crate::delta::commit_replacement(root, &r.output, &r.inputs, "silt recovery")?;
             let n = remove_inputs(root, &r)?;
             if n > 0 {
                 rep.completed += 1;

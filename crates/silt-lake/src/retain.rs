@@ -285,6 +285,8 @@ pub fn retain_with(
             let (files, bytes, _) = contents(&abs, now);
             if !opts.dry_run {
                 before_drop(&abs);
+                // A Delta table's log stops naming the files first.
+                crate::delta::remove_partition(&dir, &abs, "silt retain")?;
                 drop_dir(&lock, &abs)?;
             }
             report.dropped.push(Dropped {

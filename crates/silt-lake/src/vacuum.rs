@@ -9,6 +9,11 @@
 //! - the retention trash (`_silt/trash/`), and partition directories left empty, also after the
 //!   grace period (a writer may have just created one).
 //!
+//! - in a table with a Delta log ([`crate::delta`]), data files the log does not name, not
+//!   modified within the grace period, and not listed by a live import's journal (silt commits
+//!   every file it writes, so these are files another tool left, or whose commit a crash lost
+//!   after the run's recovery).
+//!
 //! Plain Hive lakes have no other unreferenced files: every data file that is not hidden is part
 //! of its table.
 //!
@@ -56,6 +61,9 @@ pub struct VacuumReport {
     /// Trash entries and empty directories removed.
     pub trash: usize,
     pub empty_dirs: usize,
+    /// Data files of Delta tables that their log does not name, and their bytes.
+    pub unreferenced: usize,
+    pub unreferenced_bytes: u64,
 }
 
 fn age(md: &fs::Metadata, now: SystemTime) -> Duration {
@@ -80,8 +88,22 @@ pub fn vacuum(root: &Path, opts: &VacuumOptions, now: SystemTime) -> anyhow::Res
         rep.dead_import_files = r.files;
         rep.replacements = replace::recover(&lock, opts.grace)?;
     }
+    let in_flight = ImportLog::open(root)?.in_flight()?;
     for table in layout::tables(root)? {
-        sweep(&root.join(table.to_string()), opts, now, &mut rep, false)?;
+        let dir = root.join(table.to_string());
+        for p in crate::delta::unreferenced(&dir)?.unwrap_or_default() {
+            let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy();
+            let Ok(md) = fs::metadata(&p) else { continue };
+            if in_flight.contains(rel.as_ref()) || age(&md, now) < opts.grace {
+                continue;
+            }
+            rep.unreferenced += 1;
+            rep.unreferenced_bytes += md.len();
+            if !opts.dry_run {
+                fs::remove_file(&p).with_context(|| format!("cannot remove {}", p.display()))?;
+            }
+        }
+        sweep(&dir, opts, now, &mut rep, false)?;
     }
     let trash = root.join(TRASH_DIR);
     if let Ok(rd) = fs::read_dir(&trash) {

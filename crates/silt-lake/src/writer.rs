@@ -73,6 +73,8 @@ pub struct LakeWriter {
     started: Instant,
     /// `summary.files` up to here were reported by an earlier commit.
     committed_files: usize,
+    /// Whether each table seen has (or gets) a Delta log, whose files hold no `Null` columns.
+    delta: HashMap<TableName, bool>,
 }
 
 struct TableState {
@@ -181,6 +183,7 @@ impl LakeWriter {
             clock: 0,
             started: Instant::now(),
             committed_files: 0,
+            delta: HashMap::new(),
         })
     }
 
@@ -323,11 +326,27 @@ impl LakeWriter {
         Ok(self.tables.get_mut(name).expect("inserted"))
     }
 
+    /// Whether `name` is (or becomes) a table with a Delta log ([`crate::delta`]).
+    fn is_delta(&mut self, name: &TableName) -> bool {
+        if let Some(d) = self.delta.get(name) {
+            return *d;
+        }
+        let d = self.cfg.table_format == crate::config::TableFormat::Delta
+            || crate::delta::has_log(&self.root.join(name.to_string()));
+        self.delta.insert(name.clone(), d);
+        d
+    }
+
     fn handle_batch(&mut self, name: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
         let batch = override_time_column(batch, &self.cfg)?;
+        let batch = if self.is_delta(name) {
+            crate::delta::spark_readable(&batch)?
+        } else {
+            batch
+        };
         self.table_state(name, &batch.schema())
             .map_err(UsageError::wrap)?;
         let limit = granularity::probe_bytes(&self.cfg);

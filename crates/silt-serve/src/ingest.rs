@@ -226,7 +226,8 @@ pub fn start(
             live.clone(),
             stats.clone(),
         );
-        let log = ImportLog::open_instance(&lake, cfg.instance.as_deref())?;
+        let log = ImportLog::open_instance(&lake, cfg.instance.as_deref())?
+            .with_table_format(writer.table_format);
         let positions = log.last_flush()?.map(|r| r.kafka).unwrap_or_default();
         *stats.kafka_flushed.lock().expect("not poisoned") = positions.clone();
         std::thread::Builder::new()

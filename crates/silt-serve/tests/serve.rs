@@ -571,3 +571,111 @@ async fn syslog_from_logger_over_udp_and_tcp() {
     .unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// Rows the Delta log of `table` counts, after checking it names exactly the files silt lists
+/// (on a thread of its own: the log blocks on a runtime of its own, which tokio refuses inside
+/// the test's).
+fn delta_rows(lake: &std::path::Path, table: &str) -> u64 {
+    std::thread::scope(|s| s.spawn(|| delta_rows_here(lake, table)).join().unwrap())
+}
+
+fn delta_rows_here(lake: &std::path::Path, table: &str) -> u64 {
+    let dir = lake.join(table);
+    let log = silt_lake::delta::DeltaLog::open(&dir)
+        .unwrap()
+        .expect("the table has a Delta log");
+    let mut listed: Vec<String> = silt_lake::layout::data_files(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            f.path
+                .strip_prefix(&dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(log.files().unwrap(), listed);
+    log.num_records().unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushes_commit_to_a_delta_log_and_a_restart_takes_a_dead_flushs_files_out() {
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let mut cfg = config(&lake);
+    cfg.writer.table_format = silt_lake::TableFormat::Delta;
+    cfg.flush_age = Duration::from_millis(200);
+    let server = Server::start(cfg).await.unwrap();
+    let addr = server.http_addr.unwrap();
+    tokio::task::spawn_blocking(move || {
+        for k in 0..3 {
+            let (s, v) = post(
+                addr,
+                "/v1/ingest/app.events",
+                "application/x-ndjson",
+                &ndjson(k * 100, 100),
+            );
+            assert_eq!(s, 200, "{v}");
+            std::thread::sleep(Duration::from_millis(400));
+        }
+    })
+    .await
+    .unwrap();
+    server.shutdown().await.unwrap();
+    assert_eq!(delta_rows(&lake, "app.events"), 300);
+    let version = std::thread::scope(|s| {
+        s.spawn(|| {
+            let log = silt_lake::delta::DeltaLog::open(&lake.join("app.events"))
+                .unwrap()
+                .unwrap();
+            log.version().unwrap()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(version >= 2, "a commit per flush: version {version}");
+
+    // A flush that died after its commit: a copy of a file, committed, named by a journal
+    // nobody holds.
+    let dir = lake.join("app.events");
+    let file = silt_lake::layout::data_files(&dir).unwrap()[0].path.clone();
+    let copy = file.with_file_name("dead-flush.parquet");
+    std::fs::copy(&file, &copy).unwrap();
+    let rel = copy
+        .strip_prefix(&lake)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    silt_lake::delta::commit_published(
+        &lake,
+        std::slice::from_ref(&rel),
+        false,
+        &Default::default(),
+        "test",
+    )
+    .unwrap();
+    std::fs::write(
+        lake.join("_silt/imports/20240101T000000-deadbeef.journal"),
+        format!("{rel}\n"),
+    )
+    .unwrap();
+    assert!(delta_rows(&lake, "app.events") > 300);
+    // The restart recovers (inside the server's async start) and replays nothing twice.
+    let server = Server::start(config(&lake)).await.unwrap();
+    assert!(!copy.exists());
+    assert_eq!(delta_rows(&lake, "app.events"), 300);
+    let addr = server.http_addr.unwrap();
+    tokio::task::spawn_blocking(move || {
+        let v = query(
+            addr,
+            "SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.events",
+        );
+        assert_eq!(v[0]["n"], 300);
+        assert_eq!(v[0]["d"], 300);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await.unwrap();
+}

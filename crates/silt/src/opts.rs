@@ -45,6 +45,7 @@ pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
         memory_bytes: w.memory,
         sort_buffer_bytes: w.sort_buffer,
         time_column,
+        table_format: w.table_format.parse().map_err(anyhow::Error::msg)?,
         encodings: silt_lake::EncodingHints {
             dictionary: w.dictionary.clone(),
             no_dictionary: w.no_dictionary.clone(),

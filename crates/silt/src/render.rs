@@ -90,6 +90,14 @@ fn fmt_ts(t: Option<i64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// `delta` for a table with a Delta Lake log, else `hive`.
+fn table_format(root: &silt_lake::remote::LakeRoot, i: &catalog::TableInfo) -> &'static str {
+    match root {
+        silt_lake::remote::LakeRoot::Dir(_) if silt_lake::delta::has_log(&i.dir) => "delta",
+        _ => "hive",
+    }
+}
+
 /// Each table's rows, files, bytes and time range, as a table or as JSON.
 pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
     let root = silt_lake::remote::LakeRoot::open(lake)?;
@@ -103,7 +111,7 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
             .iter()
             .map(|i| {
                 serde_json::json!({
-                    "table": i.name.to_string(), "rows": i.rows, "files": i.files, "bytes": i.bytes,
+                    "table": i.name.to_string(), "format": table_format(&root, i), "rows": i.rows, "files": i.files, "bytes": i.bytes,
                     "time_column": i.time_column, "first_ts": fmt_ts(i.first_ts), "last_ts": fmt_ts(i.last_ts),
                 })
             })
@@ -135,7 +143,10 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
     ]);
     for i in &infos {
         t.add_row(vec![
-            i.name.to_string(),
+            match table_format(&root, i) {
+                "delta" => format!("{} (delta)", i.name),
+                _ => i.name.to_string(),
+            },
             i.rows.to_string(),
             i.files.to_string(),
             human_bytes(i.bytes),

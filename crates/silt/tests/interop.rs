@@ -8,7 +8,10 @@
 //! as a nested field); the Python environment is `scripts/spark.sh`'s.
 //!
 //! Lakes: generated Zeek logs (all six logs) and the corpus's packet captures with flows. Zeek
-//! counts must read as BIGINT in Spark (not decimal(20,0)).
+//! counts must read as BIGINT in Spark (not decimal(20,0)). A lake of Delta tables
+//! (`--table-format delta`, two imports, then a compaction and a retention) is read by Spark
+//! as Delta tables (`format("delta")`, and `silt ddl --dialect spark`'s `USING DELTA`), with the
+//! same answers as silt and a DuckDB glob.
 
 mod common;
 
@@ -163,4 +166,91 @@ fn spark_and_duckdb_read_the_lake_as_silt_does() {
         String::from_utf8_lossy(&o.stderr)
     );
     check(&py, &lake, trino.as_deref());
+}
+
+/// The start (Unix seconds) of each `dt=…/hour=…` partition of a table, sorted.
+fn hour_partitions(table: &Path) -> Vec<i64> {
+    let mut out = Vec::new();
+    for dt in std::fs::read_dir(table).unwrap().flatten() {
+        let name = dt.file_name().to_string_lossy().into_owned();
+        let Some(day) = name.strip_prefix("dt=") else {
+            continue;
+        };
+        for h in std::fs::read_dir(dt.path()).unwrap().flatten() {
+            let hn = h.file_name().to_string_lossy().into_owned();
+            let Some(hour) = hn.strip_prefix("hour=") else {
+                continue;
+            };
+            let t = chrono::NaiveDateTime::parse_from_str(
+                &format!("{day} {hour}:00:00"),
+                "%Y-%m-%d %H:%M:%S",
+            )
+            .unwrap();
+            out.push(t.and_utc().timestamp());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn spark_reads_delta_tables_as_silt_does_after_imports_compaction_and_retention() {
+    let Some(py) = spark_python() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    // The second run's events reach into a second hour (about 6 events a second).
+    for (seed, events) in [("1", "5000"), ("2", "25000")] {
+        let logs = d.path().join(format!("logs{seed}"));
+        ok(&[
+            "generate",
+            "zeek",
+            "--events",
+            events,
+            "--seed",
+            seed,
+            "-o",
+            p(&logs),
+        ]);
+        ok(&[
+            "import",
+            "zeek",
+            p(&logs),
+            "--lake",
+            p(&lake),
+            "--table-format",
+            "delta",
+            "--partition",
+            "hour",
+            "-q",
+        ]);
+    }
+    ok(&["compact", "--lake", p(&lake), "--older-than", "0s"]);
+    // A window that drops zeek.conn's first hour but not the others.
+    let hours = hour_partitions(&lake.join("zeek.conn"));
+    assert!(hours.len() >= 2, "{hours:?}");
+    let first_end = hours[0] + 3600;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let keep = format!("zeek.conn={}s", now - first_end - 120);
+    ok(&["retain", "--lake", p(&lake), "--table", &keep]);
+    assert_eq!(hour_partitions(&lake.join("zeek.conn")), hours[1..]);
+    for t in ["zeek.conn", "zeek.dns", "zeek.http"] {
+        assert!(
+            lake.join(t).join("_delta_log").is_dir(),
+            "{t} has no Delta log"
+        );
+    }
+    let v = check(&py, &lake, None);
+    assert_eq!(v["tables"].as_array().unwrap().len(), 6, "{v}");
+    // `silt ddl --dialect spark` (CREATE TABLE ... USING DELTA) ran in Spark and answered.
+    for t in v["tables"].as_array().unwrap() {
+        assert!(
+            t["ddl_checks"]["spark"].as_u64().unwrap_or(0) >= 3,
+            "{}: {}",
+            t["table"],
+            t["ddl_checks"]
+        );
+    }
 }

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use common::{ok, p, silt};
 
-/// A lake of zeek tables with six small files per partition (six imports).
-fn small_files_lake(dir: &Path) -> PathBuf {
-    let lake = dir.join("lake");
+/// A lake of zeek tables with six small files per partition (six imports), of `--table-format
+/// format`.
+fn small_files_lake(dir: &Path, format: &str) -> PathBuf {
+    let lake = dir.join(format!("lake-{format}"));
     for i in 0..6 {
         let logs = dir.join(format!("logs{i}"));
         ok(&[
@@ -34,6 +35,8 @@ fn small_files_lake(dir: &Path) -> PathBuf {
             p(&lake),
             "--partition",
             "hour",
+            "--table-format",
+            format,
             "-q",
         ]);
     }
@@ -113,11 +116,79 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// What a Delta reader sees of zeek.conn: the rows the log's statistics count, after checking
+/// that every file the log names exists (a reader would fail on a missing one).
+fn delta_rows(lake: &Path) -> u64 {
+    let dir = lake.join("zeek.conn");
+    let log = silt_lake::delta::DeltaLog::open(&dir)
+        .unwrap()
+        .expect("zeek.conn has a Delta log");
+    for f in log.files().unwrap() {
+        assert!(
+            dir.join(&f).is_file(),
+            "the Delta log names {f}, which is gone"
+        );
+    }
+    log.num_records()
+        .unwrap()
+        .expect("every file has statistics")
+}
+
+#[test]
+fn compaction_of_a_delta_table_killed_at_every_step_keeps_the_log_true() {
+    let t = tempfile::tempdir().unwrap();
+    let pristine = small_files_lake(t.path(), "delta");
+    let expected = silt_fingerprint(&pristine);
+    let (rows, _, _) = head3(&expected);
+    assert_eq!(delta_rows(&pristine), rows);
+    for point in [
+        "compact-recorded",
+        "compact-renamed",
+        "compact-published",
+        "compact-removing",
+    ] {
+        let lake = t.path().join(point);
+        copy_dir(&pristine, &lake);
+        let o = Command::new(env!("CARGO_BIN_EXE_silt"))
+            .args(["compact", "--lake", p(&lake), "-q"])
+            .env("SILT_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success(),
+            "{point}: the failpoint was not reached"
+        );
+        // Right after the crash: silt and a Delta reader each see every row once.
+        assert_eq!(
+            silt_fingerprint(&lake),
+            expected,
+            "after a crash at {point}"
+        );
+        assert_eq!(delta_rows(&lake), rows, "Delta after a crash at {point}");
+        ok(&["compact", "--lake", p(&lake), "-q"]);
+        assert_eq!(
+            silt_fingerprint(&lake),
+            expected,
+            "after recovery from {point}"
+        );
+        assert_eq!(delta_rows(&lake), rows, "Delta after recovery from {point}");
+        // The log names exactly the files on disk.
+        let log = silt_lake::delta::DeltaLog::open(&lake.join("zeek.conn"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            log.files().unwrap().len(),
+            parquet_files(&lake.join("zeek.conn")),
+            "{point}"
+        );
+    }
+}
+
 #[test]
 fn compaction_killed_at_every_step_loses_and_duplicates_nothing() {
     let py = python();
     let t = tempfile::tempdir().unwrap();
-    let pristine = small_files_lake(t.path());
+    let pristine = small_files_lake(t.path(), "hive");
     let expected = silt_fingerprint(&pristine);
     let (rows, uids, _) = head3(&expected);
     assert!(rows > 1000 && rows == uids, "{expected}");
@@ -181,7 +252,7 @@ fn compaction_killed_at_every_step_loses_and_duplicates_nothing() {
 fn compaction_killed_at_random_moments_loses_and_duplicates_nothing() {
     let py = python();
     let t = tempfile::tempdir().unwrap();
-    let pristine = small_files_lake(t.path());
+    let pristine = small_files_lake(t.path(), "hive");
     let expected = silt_fingerprint(&pristine);
     // A different moment each round, spread over a compaction's run time.
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -222,7 +293,7 @@ fn compaction_killed_at_random_moments_loses_and_duplicates_nothing() {
 #[test]
 fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     let t = tempfile::tempdir().unwrap();
-    let lake = small_files_lake(t.path());
+    let lake = small_files_lake(t.path(), "hive");
     // The generator's logs are from 2018: a 30-day window drops them all, per table windows
     // apply to their table only.
     let dry = ok(&[

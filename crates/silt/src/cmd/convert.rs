@@ -14,6 +14,10 @@ use crate::{opts, progress};
 
 pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     let mut cfg = opts::writer_config(&a.write)?;
+    anyhow::ensure!(
+        cfg.table_format == silt_lake::TableFormat::Hive,
+        "--table-format delta is for lakes (silt import, silt serve): convert writes one file"
+    );
     let ext = a
         .output
         .extension()

@@ -34,6 +34,8 @@ pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
             "records_expired": r.replacements.expired,
             "temp_files": r.temp_files, "temp_bytes": r.temp_bytes,
             "trash": r.trash, "empty_dirs": r.empty_dirs,
+            "delta_unreferenced_files": r.unreferenced,
+            "delta_unreferenced_bytes": r.unreferenced_bytes,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
@@ -43,6 +45,13 @@ pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
         println!(
             "{verb} {} file(s) of {} import(s) that died (import their inputs again; a server replays its log)",
             r.dead_import_files, r.dead_imports
+        );
+    }
+    if r.unreferenced > 0 {
+        println!(
+            "{verb} {} file(s) ({}) of Delta tables that their logs do not name",
+            r.unreferenced,
+            human_bytes(r.unreferenced_bytes)
         );
     }
     let rp = &r.replacements;

@@ -4,8 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 DIR="${1:-/tmp/silt-delta-lake}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
-nice cargo build --examples
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | python3 -c "import json,sys; print(json.load(sys.stdin)[\"target_directory\"])")}"
+export CARGO_TARGET_DIR
+nice cargo build -p silt-delta --examples
 rm -rf "$DIR" "$DIR-duckdb"
 mkdir -p "$DIR"
 "$CARGO_TARGET_DIR/debug/examples/spark_fixture" "$DIR" >"$DIR/expect.json"
