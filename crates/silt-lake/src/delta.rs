@@ -235,7 +235,8 @@ pub fn check_replaceable(root: &Path, inputs: &[String]) -> anyhow::Result<()> {
 }
 
 /// Commits a replacement (paths relative to the lake root) whose output is in place, unless the
-/// log already has it; does nothing for a table without a log.
+/// log already has it (the output is in the log, or none of the inputs is any more); does
+/// nothing for a table without a log. Fails when only some inputs are still in the log.
 pub fn commit_replacement(
     root: &Path,
     output: &str,
@@ -248,10 +249,16 @@ pub fn commit_replacement(
         let Some(log) = DeltaLog::open(&table_dir)? else {
             return Ok(());
         };
-        if log.files()?.iter().any(|f| f == out_rel) {
+        let live: HashSet<String> = log.files()?.into_iter().collect();
+        if live.contains(out_rel) {
             return Ok(());
         }
         let removed = by_table(inputs)?.remove(table).unwrap_or_default();
+        if !removed.iter().any(|r| live.contains(r)) {
+            // Committed before, and the output itself replaced since (a later compaction that
+            // took it as an input): nothing left to swap.
+            return Ok(());
+        }
         let added = NewFile::from_parquet(&table_dir, out_rel)?;
         log.replace(&removed, &[added], app)
             .with_context(|| format!("cannot commit the compaction of {table} to its Delta log"))?;

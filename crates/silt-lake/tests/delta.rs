@@ -314,6 +314,24 @@ fn compaction_retention_and_vacuum_keep_the_log_true() {
         .join(&left[0])
         .with_file_name("stray.parquet");
     std::fs::copy(lake.join("zeek.conn").join(&left[0]), &stray).unwrap();
+    // Recovery of an old replacement record whose output was replaced again since (its inputs
+    // are gone from the log) commits nothing.
+    let stray_rel = format!(
+        "zeek.conn/{}",
+        stray
+            .strip_prefix(lake.join("zeek.conn"))
+            .unwrap()
+            .display()
+    );
+    let v = log_of(lake, "zeek.conn").version().unwrap();
+    silt_lake::delta::commit_replacement(
+        lake,
+        &stray_rel,
+        &["zeek.conn/gone.parquet".to_string()],
+        "test",
+    )
+    .unwrap();
+    assert_eq!(log_of(lake, "zeek.conn").version().unwrap(), v);
     let opts = VacuumOptions {
         grace: Duration::from_secs(3600),
         dry_run: false,
