@@ -19,7 +19,10 @@
    old ones, so the copy stays intact), kills `silt compact` at a random moment within its
    measured run time, and counts rows and a byte sum as silt sees them right away and as DuckDB's
    glob sees them after `silt vacuum` (silt's recovery): rows lost and duplicated must be 0.
-Object storage (MinIO) is not measured: --lake s3:// is not built yet.
+With --table-format delta, the server keeps a Delta Lake log per table, and each kill round
+also counts what DuckDB's `delta_scan` (scripts/duckdb-delta.sh) reads through the log right
+after the kill, before any recovery, and again after `silt vacuum`.
+The object-store lake is measured by bench/object-lake.sh.
 """
 import argparse, json, os, random, shutil, socket, subprocess, sys, tempfile, threading, time
 
@@ -172,6 +175,17 @@ def duck_fingerprint(py, lake):
     return int(rows[0][0]), int(float(rows[0][1] or 0))
 
 
+def delta_fingerprint(lake):
+    """count(*) and sum(bytes) of docker.nginx0 as DuckDB's delta_scan reads the Delta log."""
+    root = os.path.join(os.path.dirname(__file__), "..")
+    py = subprocess.run([os.path.join(root, "scripts/duckdb-delta.sh")], check=True,
+                        stdout=subprocess.PIPE, text=True).stdout.strip()
+    out, _ = run([py, os.path.join(root, "scripts/interop/delta_scan.py"),
+                  os.path.join(lake, "docker.nginx0"), "count(*), sum(bytes)"])
+    n, b = out.strip().split(",")
+    return int(n), int(b or 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--silt", required=True)
@@ -181,12 +195,14 @@ def main():
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--table-format", default="hive", choices=["hive", "delta"])
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="silt-bench-lakeops-")
     lake = os.path.join(work, "lake")
     fport, hport = free_port(), free_port()
     cmd = [a.silt, "serve", "--lake", lake, "--http", f"127.0.0.1:{hport}",
-           "--forward", f"127.0.0.1:{fport}", "--flush-age", "1s"]
+           "--forward", f"127.0.0.1:{fport}", "--flush-age", "1s",
+           "--table-format", a.table_format]
     for i in range(a.tables):
         cmd += ["--route", f"docker.t{i}=docker.nginx{i}", "--parse-field", f"docker.nginx{i}:log=access"]
     srv = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -196,7 +212,7 @@ def main():
     threading.Thread(target=lambda: [None for _ in srv.stderr], daemon=True).start()
     acked = [0]
     seconds = a.minutes * 60
-    print(f"== ingesting {a.rate:,} events/s into {a.tables} tables through silt serve --flush-age 1s for {seconds:.0f} s", flush=True)
+    print(f"== ingesting {a.rate:,} events/s into {a.tables} {a.table_format} tables through silt serve --flush-age 1s for {seconds:.0f} s", flush=True)
     t_lo = time.time()
     feeder(fport, a.tables, a.rate, seconds, acked)
     t_hi = time.time()
@@ -249,6 +265,7 @@ def main():
     print(f"\n== SIGKILL during silt compact x{a.kills}", flush=True)
     rnd = random.Random(5)
     lost = dup = 0
+    delta_lost = delta_dup = 0
     killed = 0
     for r in range(a.kills):
         d = os.path.join(work, f"kill{r}")
@@ -260,8 +277,20 @@ def main():
             killed += 1
         p.wait()
         seen = fingerprint(a.silt, d)
+        delta_seen = []
+        if a.table_format == "delta":
+            delta_seen.append(delta_fingerprint(d))
         run([a.silt, "vacuum", "--lake", d])
         glob = duck_fingerprint(a.python, d)
+        if a.table_format == "delta":
+            delta_seen.append(delta_fingerprint(d))
+        for fp in delta_seen:
+            if fp[0] < fp0[0]:
+                delta_lost += fp0[0] - fp[0]
+            if fp[0] > fp0[0]:
+                delta_dup += fp[0] - fp0[0]
+            if fp[0] == fp0[0] and fp[1] != fp0[1]:
+                delta_lost += 1
         for fp in (seen, glob):
             if fp[0] < fp0[0]:
                 lost += fp0[0] - fp[0]
@@ -273,6 +302,8 @@ def main():
     print(f"\n| SIGKILL during compaction | rounds | killed mid-run | rows lost | rows duplicated |")
     print("|---|---|---|---|---|")
     print(f"| silt right away, DuckDB glob after `silt vacuum` | {a.kills} | {killed} | {lost} | {dup} |")
+    if a.table_format == "delta":
+        print(f"| Delta reader (DuckDB delta_scan) right away and after `silt vacuum` | {a.kills} | {killed} | {delta_lost} | {delta_dup} |")
     shutil.rmtree(work)
 
 

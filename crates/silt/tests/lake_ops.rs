@@ -1,7 +1,8 @@
 //! Lake maintenance through the binary (issue 25): `silt compact` killed at each of its steps and
 //! at random moments never loses or duplicates a row, as silt sees the lake right away and as
-//! DuckDB's glob sees it once silt has opened the lake again; `silt retain` drops whole old
-//! partitions; `silt vacuum` removes crash leftovers.
+//! DuckDB's glob sees it once silt has opened the lake again, and for a Delta table
+//! (`--table-format delta`) as its log (silt's and DuckDB's `delta_scan`) sees it at every moment;
+//! `silt retain` drops whole old partitions; `silt vacuum` removes crash leftovers.
 
 mod common;
 
@@ -134,8 +135,45 @@ fn delta_rows(lake: &Path) -> u64 {
         .expect("every file has statistics")
 }
 
+/// The venv python with DuckDB's delta extension (scripts/duckdb-delta.sh), or None after a
+/// skip message (a failure in CI).
+fn delta_python() -> Option<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/duckdb-delta.sh");
+    let out = Command::new("bash").arg(script).output().ok()?;
+    let p = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    if out.status.success() && !p.is_empty() {
+        Some(p)
+    } else {
+        silt_testkit::skip(&format!(
+            "DuckDB's delta extension (scripts/duckdb-delta.sh) is not available: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Rows, distinct uids and sum(orig_bytes) of zeek.conn as DuckDB's `delta_scan` sees the Delta
+/// table (a reader of the log other than silt's own).
+fn delta_scan_fingerprint(py: &str, lake: &Path) -> (u64, u64, u64) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/delta_scan.py");
+    let out = Command::new(py)
+        .arg(script)
+        .arg(lake.join("zeek.conn"))
+        .arg("count(*), count(DISTINCT uid), sum(orig_bytes)")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "delta_scan failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    let v: Vec<u64> = s.trim().split(',').map(|x| x.parse().unwrap()).collect();
+    (v[0], v[1], v[2])
+}
+
 #[test]
 fn compaction_of_a_delta_table_killed_at_every_step_keeps_the_log_true() {
+    let delta_py = delta_python();
     let t = tempfile::tempdir().unwrap();
     let pristine = small_files_lake(t.path(), "delta");
     let expected = silt_fingerprint(&pristine);
@@ -165,6 +203,13 @@ fn compaction_of_a_delta_table_killed_at_every_step_keeps_the_log_true() {
             "after a crash at {point}"
         );
         assert_eq!(delta_rows(&lake), rows, "Delta after a crash at {point}");
+        if let Some(py) = &delta_py {
+            assert_eq!(
+                delta_scan_fingerprint(py, &lake),
+                head3(&expected),
+                "DuckDB's delta_scan after a crash at {point}"
+            );
+        }
         ok(&["compact", "--lake", p(&lake), "-q"]);
         assert_eq!(
             silt_fingerprint(&lake),
@@ -172,6 +217,13 @@ fn compaction_of_a_delta_table_killed_at_every_step_keeps_the_log_true() {
             "after recovery from {point}"
         );
         assert_eq!(delta_rows(&lake), rows, "Delta after recovery from {point}");
+        if let Some(py) = &delta_py {
+            assert_eq!(
+                delta_scan_fingerprint(py, &lake),
+                head3(&expected),
+                "DuckDB's delta_scan after recovery from {point}"
+            );
+        }
         // The log names exactly the files on disk.
         let log = silt_lake::delta::DeltaLog::open(&lake.join("zeek.conn"))
             .unwrap()
