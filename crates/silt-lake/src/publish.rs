@@ -129,15 +129,30 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-/// Writes `bytes` to `final_path` atomically (temp, fsync, rename); for small files such as rejects.
+/// Writes `bytes` to `final_path` atomically (temp, fsync, rename); for small files such as rejects
+/// and table records. The temporary name is unique: several processes may write the same file at
+/// once (importers creating one table each write its record), and the last rename wins whole.
 pub fn write_atomic(final_path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = final_path.parent().context("path has no directory")?;
     fs::create_dir_all(dir)?;
-    let tmp = layout::temp_path(final_path);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, final_path)?;
+    let name = final_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = final_path.with_file_name(format!(
+        ".{name}.{}{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8],
+        layout::IN_PROGRESS_SUFFIX
+    ));
+    let written = File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, final_path)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e.into());
+    }
     sync_dir(dir);
     Ok(())
 }

@@ -237,6 +237,71 @@ fn compaction_of_a_delta_table_killed_at_every_step_keeps_the_log_true() {
 }
 
 #[test]
+fn concurrent_importers_and_compactions_of_one_delta_table_lose_no_commit() {
+    let delta_py = delta_python();
+    let t = tempfile::tempdir().unwrap();
+    let lake = t.path().join("lake");
+    let mut logs = Vec::new();
+    for i in 0..4 {
+        let dir = t.path().join(format!("logs{i}"));
+        ok(&[
+            "generate",
+            "zeek",
+            "--events",
+            "1500",
+            "--seed",
+            &i.to_string(),
+            "-o",
+            p(&dir),
+        ]);
+        logs.push(dir);
+    }
+    // Four importers at once (the first commits create the log: one of them wins version 0),
+    // and compactions running beside them.
+    let importers: Vec<_> = logs
+        .iter()
+        .map(|dir| {
+            Command::new(env!("CARGO_BIN_EXE_silt"))
+                .args(["import", "zeek", p(dir), "--lake", p(&lake)])
+                .args(["--partition", "hour", "--table-format", "delta", "-q"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Compactions start once the first commit made the log (while the others still import).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !lake.join("zeek.conn/_delta_log").is_dir() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        let o = silt(&["compact", "--lake", p(&lake), "-q"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for c in importers {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    ok(&["compact", "--lake", p(&lake), "-q"]);
+    let fp = silt_fingerprint(&lake);
+    let (rows, uids, _) = head3(&fp);
+    assert_eq!(rows, uids, "{fp}");
+    assert!(rows > 4 * 500, "{fp}");
+    assert_eq!(delta_rows(&lake), rows);
+    let log = silt_lake::delta::DeltaLog::open(&lake.join("zeek.conn"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        log.files().unwrap().len(),
+        parquet_files(&lake.join("zeek.conn"))
+    );
+    if let Some(py) = &delta_py {
+        assert_eq!(delta_scan_fingerprint(py, &lake), head3(&fp));
+    }
+}
+
+#[test]
 fn compaction_killed_at_every_step_loses_and_duplicates_nothing() {
     let py = python();
     let t = tempfile::tempdir().unwrap();
