@@ -268,6 +268,27 @@ fn a_hive_table_is_converted_when_a_delta_run_first_writes_to_it() {
     )
     .unwrap();
     assert_log_true(lake, "zeek.conn", 200);
+    // Spark is told to read it as a Delta table; the other dialects read its directories.
+    use silt_lake::ddl::{create_statement, table_layout, DdlOptions, Dialect};
+    let layout = table_layout(lake, &conn()).unwrap();
+    let stmt = |dialect| {
+        create_statement(
+            &layout,
+            &DdlOptions {
+                dialect,
+                location: None,
+                name: None,
+            },
+        )
+        .unwrap()
+    };
+    let spark = stmt(Dialect::Spark);
+    assert!(
+        spark.contains("USING DELTA") && spark.contains("/zeek.conn'"),
+        "{spark}"
+    );
+    assert!(!spark.contains("MSCK"), "{spark}");
+    assert!(stmt(Dialect::Trino).contains("format = 'PARQUET'"));
 }
 
 #[test]
