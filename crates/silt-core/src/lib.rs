@@ -28,6 +28,6 @@ pub mod transform;
 pub use decode::Decoder;
 pub use emit::{CollectEmit, Emit, ReadOptions, Reject, SourceInfo};
 pub use format::{FormatOptions, FormatSpec, Probe};
-pub use sink::Sink;
+pub use sink::{Checkpoint, Committed, Sink};
 pub use table::TableName;
 pub use transform::Transform;

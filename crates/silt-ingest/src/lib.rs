@@ -1,11 +1,12 @@
-//! silt-ingest: the one ingest pipeline behind `silt import`, `silt convert` and `silt bench`
-//! (and `silt serve` next). Data flows one way, acknowledgements the other:
+//! silt-ingest: the one ingest pipeline behind `silt import`, `silt convert`, `silt bench` and
+//! `silt serve` (whose source is its write-ahead log, `silt_serve::log_source`, and whose sink
+//! commits in the background). Data flows one way, acknowledgements the other:
 //!
 //! ```text
 //!   Source ──bytes──> Decoder ──batches, rejects──> Transforms ──> Sink
 //!     ▲  (files, stdin;   (one per format,          (--parse-field,   (lake writer,
-//!     │   sockets, tails,  from the registry)         enrichment)       single file, memory)
-//!     │   Kafka later)                                                   │
+//!     │   the server's     from the registry)         enrichment)       single file, memory,
+//!     │   log)                                                          the server's generations)
 //!     └────────────── checkpoints acknowledged once the sink committed ◄─┘
 //! ```
 //!
@@ -14,7 +15,8 @@
 //! - [`source`]: the [`Source`] seam and the file source (files, directories, gzip, stdin);
 //! - [`pipeline`]: [`Pipeline::run`]: a reader thread runs the source and its decoders, a bounded
 //!   channel carries batches to the caller's thread, which runs the transforms and the sink,
-//!   commits on a clock when asked, and reports progress through an [`Observer`] (the CLI draws
+//!   commits on a clock or when the sink asks (and acknowledges a commit that ends in the
+//!   background once the sink says it has), and reports progress through an [`Observer`] (the CLI draws
 //!   the progress bar; this crate has no terminal code and no command-line parsing);
 //! - [`sink`]: adapters around [`silt_core::Sink`] (one table per output file for `convert`);
 //! - [`fuzz`]: the fuzz harness, one target per format, shared by the afl targets in `fuzz/`

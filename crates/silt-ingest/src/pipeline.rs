@@ -8,10 +8,14 @@
 //! bottleneck, 71 % of a conversion's CPU samples) and the sink takes the result. Parsing and
 //! writing (sorting, encoding) overlap.
 //!
-//! Commits: with [`Pipeline::commit_every`] the sink is asked to commit on that clock, and once
-//! more when the source is done ([`Pipeline::final_commit`]). After a commit that made data
-//! durable, every checkpoint the source placed before it is acknowledged: sent back to the running
-//! source, or handed to [`Source::acknowledge`] when it has returned.
+//! Commits: with [`Pipeline::commit_every`] the sink is asked to commit on that clock, whenever
+//! it asks itself ([`Sink::wants_commit`]: `silt serve`'s generations, sealed by size and age),
+//! and once more when the source is done ([`Pipeline::final_commit`]). After a commit that made
+//! data durable, every checkpoint the source placed before it is acknowledged: sent back to the
+//! running source, or handed to [`Source::acknowledge`] when it has returned. A commit that ends
+//! in the background ([`Committed::Started`]) is acknowledged once [`Sink::settled`] says so, and
+//! `run` waits for the last ones before it returns. Every checkpoint is also shown to the sink
+//! ([`Sink::checkpoint`]) between the data around it.
 //!
 //! Progress and rejects are reported to an [`Observer`] on the caller's thread (the CLI draws a
 //! progress bar with it; this crate has no terminal code). The sink's error wins over the
@@ -28,7 +32,9 @@ use std::time::{Duration, Instant, SystemTime};
 use arrow::record_batch::RecordBatch;
 use silt_core::format::Probe;
 use silt_core::transform::apply_all;
-use silt_core::{Emit, FormatOptions, FormatSpec, Reject, Sink, SourceInfo, TableName, Transform};
+use silt_core::{
+    Committed, Emit, FormatOptions, FormatSpec, Reject, Sink, SourceInfo, TableName, Transform,
+};
 
 use crate::registry;
 use crate::source::{whole_input_reject, Checkpoint, Opened, Source, SourceContext};
@@ -107,12 +113,7 @@ impl Decoders {
         };
         match (format.open)(&self.options, info) {
             Ok(d) => {
-                *self
-                    .formats_used
-                    .lock()
-                    .expect("not poisoned")
-                    .entry(format.name)
-                    .or_default() += 1;
+                self.used(format);
                 Ok(Opened::Decoder(format, d))
             }
             Err(e) => {
@@ -123,6 +124,18 @@ impl Decoders {
                 Ok(Opened::Rejected)
             }
         }
+    }
+}
+
+impl Decoders {
+    /// Counts a stream decoded as `format` (for [`RunReport::formats`]).
+    pub(crate) fn used(&self, format: &'static FormatSpec) {
+        *self
+            .formats_used
+            .lock()
+            .expect("not poisoned")
+            .entry(format.name)
+            .or_default() += 1;
     }
 }
 
@@ -258,6 +271,65 @@ pub struct Pipeline {
     pub final_commit: bool,
     /// Batches in flight between the reader thread and the sink.
     pub channel_depth: usize,
+    /// Keep a [`StreamReport`] per checkpoint and every acknowledged checkpoint in the
+    /// [`RunReport`]: on for runs over files; off for a server, whose checkpoints never end.
+    pub report_streams: bool,
+}
+
+/// How often the sink's thread wakes up while no message comes, to ask a sink that commits on
+/// its own terms ([`Sink::wants_commit`]) and one that commits in the background
+/// ([`Sink::settled`]).
+const IDLE_WAKE: Duration = Duration::from_millis(100);
+
+/// Checkpoints on their way to being acknowledged.
+#[derive(Default)]
+struct Acks {
+    /// Placed since the last commit.
+    pending: Vec<Checkpoint>,
+    /// Committed in the background, with the hand-over that holds them.
+    in_flight: std::collections::VecDeque<(u64, Vec<Checkpoint>)>,
+}
+
+impl Acks {
+    /// Commits `sink`; the checkpoints it made durable go to `ack`.
+    fn commit(
+        &mut self,
+        sink: &mut dyn Sink,
+        report: &mut RunReport,
+        ack: &mut dyn FnMut(Checkpoint),
+    ) -> anyhow::Result<()> {
+        match sink.commit(SystemTime::now())? {
+            Committed::No => {}
+            Committed::Durable => {
+                report.commits += 1;
+                self.pending.drain(..).for_each(&mut *ack);
+            }
+            Committed::Started(n) => {
+                report.commits += 1;
+                self.in_flight
+                    .push_back((n, std::mem::take(&mut self.pending)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Acknowledges the background commits the sink has finished; with `wait`, waits for all
+    /// of them.
+    fn settle(&mut self, sink: &mut dyn Sink, wait: bool, ack: &mut dyn FnMut(Checkpoint)) {
+        while let Some(&(n, _)) = self.in_flight.front() {
+            let done = sink.settled(wait.then_some((n, Duration::from_secs(1))));
+            if done < n {
+                if wait {
+                    continue;
+                }
+                return;
+            }
+            while self.in_flight.front().is_some_and(|(m, _)| *m <= done) {
+                let (_, cs) = self.in_flight.pop_front().expect("just seen");
+                cs.into_iter().for_each(&mut *ack);
+            }
+        }
+    }
 }
 
 impl Pipeline {
@@ -269,6 +341,7 @@ impl Pipeline {
             commit_every: None,
             final_commit: true,
             channel_depth: 8,
+            report_streams: true,
         }
     }
 
@@ -307,31 +380,48 @@ impl Pipeline {
                         stop: &stop,
                     };
                     let r = source.run(&mut ctx);
-                    let late: Vec<Checkpoint> = ack_rx.try_iter().collect();
-                    for c in &late {
-                        source.acknowledge(c);
-                    }
-                    (source, r)
+                    // Acknowledgements the source did not take while it ran are delivered
+                    // after the sink's thread is done (some are sent after this thread ends).
+                    (source, r, ack_rx)
                 })?
         };
         let mut report = RunReport::default();
-        let drained = self.drain(&rx, sink, observer, &raw, total, &ack_tx, &mut report);
+        let mut acks = Acks::default();
+        let drained = self.drain(
+            &rx,
+            sink,
+            observer,
+            &raw,
+            total,
+            &ack_tx,
+            &mut acks,
+            &mut report,
+        );
         if drained.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
         drop(rx);
-        let (mut source, read_result) = reader
+        let (mut source, read_result, ack_rx) = reader
             .join()
             .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?;
-        let pending = drained?;
+        for c in ack_rx.try_iter() {
+            source.acknowledge(&c);
+        }
+        drained?;
         read_result?;
-        if self.final_commit && sink.commit(SystemTime::now())? {
-            report.commits += 1;
-            for c in pending {
-                source.acknowledge(&c);
+        let keep = self.report_streams;
+        let mut ack = |c: Checkpoint| {
+            source.acknowledge(&c);
+            if keep {
                 report.acknowledged.push(c);
             }
+        };
+        let mut commits = RunReport::default();
+        if self.final_commit {
+            acks.commit(sink, &mut commits, &mut ack)?;
         }
+        acks.settle(sink, true, &mut ack);
+        report.commits += commits.commits;
         report.formats = decoders.formats_used.lock().expect("not poisoned").clone();
         report
             .transform_reports
@@ -339,8 +429,9 @@ impl Pipeline {
         Ok((source, report))
     }
 
-    /// Feeds the channel's messages into the transforms and the sink until the reader is done;
-    /// returns the checkpoints no commit has made durable yet.
+    /// Feeds the channel's messages into the transforms and the sink until the reader is done,
+    /// committing when the clock or the sink asks; checkpoints not yet acknowledged stay in
+    /// `acks`.
     #[allow(clippy::too_many_arguments)]
     fn drain(
         &mut self,
@@ -350,23 +441,28 @@ impl Pipeline {
         raw: &AtomicU64,
         total: Option<u64>,
         ack_tx: &std::sync::mpsc::Sender<Checkpoint>,
+        acks: &mut Acks,
         report: &mut RunReport,
-    ) -> anyhow::Result<Vec<Checkpoint>> {
-        let mut pending: Vec<Checkpoint> = Vec::new();
+    ) -> anyhow::Result<()> {
         let mut next_commit = self.commit_every.map(|d| Instant::now() + d);
         // Events and rejects since the last checkpoint.
         let (mut since_events, mut since_rejects) = (0u64, 0u64);
+        let keep = self.report_streams;
+        let mut acknowledged = Vec::new();
+        let mut ack = |c: Checkpoint| {
+            if keep {
+                acknowledged.push(c.clone());
+            }
+            let _ = ack_tx.send(c);
+        };
         loop {
-            let msg = match next_commit {
-                None => match rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => break,
-                },
-                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                },
+            let wake = next_commit.map_or(IDLE_WAKE, |at| {
+                at.saturating_duration_since(Instant::now()).min(IDLE_WAKE)
+            });
+            let msg = match rx.recv_timeout(wake) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
             };
             match msg {
                 Some(Msg::Batch(t, b)) => {
@@ -385,12 +481,19 @@ impl Pipeline {
                 Some(Msg::TableBytes(t, n)) => sink.table_bytes(&t, n),
                 Some(Msg::Note(line)) => report.transform_reports.push(line),
                 Some(Msg::Checkpoint(c)) => {
-                    report.streams.push(StreamReport {
-                        checkpoint: c.clone(),
-                        events: std::mem::take(&mut since_events),
-                        rejects: std::mem::take(&mut since_rejects),
-                    });
-                    pending.push(c);
+                    sink.checkpoint(&c);
+                    let (events, rejects) = (
+                        std::mem::take(&mut since_events),
+                        std::mem::take(&mut since_rejects),
+                    );
+                    if keep {
+                        report.streams.push(StreamReport {
+                            checkpoint: c.clone(),
+                            events,
+                            rejects,
+                        });
+                    }
+                    acks.pending.push(c);
                 }
                 None => {}
             }
@@ -400,19 +503,167 @@ impl Pipeline {
                 events: report.events,
                 rejects: report.rejects,
             });
-            if let (Some(at), Some(every)) = (next_commit, self.commit_every) {
-                if Instant::now() >= at {
-                    if sink.commit(SystemTime::now())? {
-                        report.commits += 1;
-                        for c in pending.drain(..) {
-                            report.acknowledged.push(c.clone());
-                            let _ = ack_tx.send(c);
-                        }
-                    }
+            let clock = next_commit.is_some_and(|at| Instant::now() >= at);
+            if clock || sink.wants_commit() {
+                acks.commit(sink, report, &mut ack)?;
+                if let Some(every) = self.commit_every.filter(|_| clock) {
                     next_commit = Some(Instant::now() + every);
                 }
             }
+            acks.settle(sink, false, &mut ack);
         }
-        Ok(pending)
+        report.acknowledged.extend(acknowledged);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use std::sync::Mutex;
+
+    /// Places a one-row batch and a checkpoint per position; records every acknowledgement.
+    struct Numbers {
+        upto: u64,
+        acked: Arc<Mutex<Vec<u64>>>,
+        durable: Arc<AtomicU64>,
+    }
+
+    impl Numbers {
+        fn acked(&mut self, c: &Checkpoint) {
+            assert!(
+                c.position <= self.durable.load(Ordering::SeqCst),
+                "checkpoint {} acknowledged before the sink made it durable",
+                c.position
+            );
+            self.acked.lock().unwrap().push(c.position);
+        }
+    }
+
+    impl Source for Numbers {
+        fn describe(&self) -> String {
+            "numbers".into()
+        }
+        fn run(&mut self, ctx: &mut SourceContext<'_>) -> anyhow::Result<()> {
+            let t = TableName::parse("t.n").unwrap();
+            for i in 1..=self.upto {
+                let b = RecordBatch::try_from_iter([(
+                    "n",
+                    Arc::new(Int64Array::from(vec![i as i64])) as _,
+                )])?;
+                ctx.out().batch(&t, b)?;
+                ctx.checkpoint(Checkpoint {
+                    stream: "s".into(),
+                    position: i,
+                })?;
+                for c in ctx.acknowledged() {
+                    self.acked(&c);
+                }
+            }
+            Ok(())
+        }
+        fn acknowledge(&mut self, c: &Checkpoint) {
+            self.acked(c);
+        }
+    }
+
+    /// Commits in the background after every checkpoint: hand-over `n` becomes durable when
+    /// hand-over `n + 1` starts, or when the pipeline waits for it at the end.
+    struct Background {
+        rows: u64,
+        since_checkpoint: bool,
+        started: u64,
+        /// The last position checkpointed in each hand-over.
+        handed: Vec<u64>,
+        seen: u64,
+        durable_handover: u64,
+        durable: Arc<AtomicU64>,
+    }
+
+    impl Background {
+        fn settle(&mut self, n: u64) {
+            self.durable_handover = self.durable_handover.max(n);
+            let pos = self.handed[n as usize - 1];
+            self.durable.fetch_max(pos, Ordering::SeqCst);
+        }
+    }
+
+    impl Emit for Background {
+        fn batch(&mut self, _t: &TableName, b: RecordBatch) -> anyhow::Result<()> {
+            self.rows += b.num_rows() as u64;
+            self.since_checkpoint = true;
+            Ok(())
+        }
+        fn reject(&mut self, _r: Reject) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink for Background {
+        fn commit(&mut self, _now: SystemTime) -> anyhow::Result<Committed> {
+            if self.since_checkpoint || self.handed.last() == Some(&self.seen) {
+                return Ok(Committed::No);
+            }
+            if self.started > 0 {
+                self.settle(self.started);
+            }
+            self.started += 1;
+            self.handed.push(self.seen);
+            Ok(Committed::Started(self.started))
+        }
+        fn wants_commit(&mut self) -> bool {
+            !self.since_checkpoint && self.seen > 0
+        }
+        fn settled(&mut self, wait: Option<(u64, Duration)>) -> u64 {
+            if let Some((n, _)) = wait {
+                self.settle(n);
+            }
+            self.durable_handover
+        }
+        fn checkpoint(&mut self, c: &Checkpoint) {
+            self.seen = c.position;
+            self.since_checkpoint = false;
+        }
+    }
+
+    #[test]
+    fn a_commit_that_ends_in_the_background_is_acknowledged_once_settled_and_run_waits_for_the_last(
+    ) {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let durable = Arc::new(AtomicU64::new(0));
+        let source = Numbers {
+            upto: 50,
+            acked: acked.clone(),
+            durable: durable.clone(),
+        };
+        let mut sink = Background {
+            rows: 0,
+            since_checkpoint: false,
+            started: 0,
+            handed: Vec::new(),
+            seen: 0,
+            durable_handover: 0,
+            durable: durable.clone(),
+        };
+        let p = Pipeline {
+            report_streams: true,
+            ..Pipeline::new(
+                FormatChoice::Auto {
+                    extension_first: false,
+                },
+                FormatOptions::default(),
+            )
+        };
+        let (_, report) = p.run(source, &mut sink, &mut Quiet).unwrap();
+        assert_eq!(sink.rows, 50);
+        assert_eq!(*acked.lock().unwrap(), (1..=50).collect::<Vec<_>>());
+        let positions: Vec<u64> = report.acknowledged.iter().map(|c| c.position).collect();
+        assert_eq!(positions, (1..=50).collect::<Vec<_>>());
+        assert_eq!(report.commits, sink.started);
+        assert_eq!(durable.load(Ordering::SeqCst), 50);
+        // Every hand-over held whole checkpoints, in order, and the last was waited for.
+        assert!(sink.handed.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sink.durable_handover, sink.started);
     }
 }

@@ -10,7 +10,7 @@
 use std::time::SystemTime;
 
 use arrow::record_batch::RecordBatch;
-use silt_core::{Emit, Reject, Sink, TableName};
+use silt_core::{Committed, Emit, Reject, Sink, TableName};
 
 /// See the module documentation.
 pub struct OneTable<'a> {
@@ -49,7 +49,7 @@ impl Emit for OneTable<'_> {
 }
 
 impl Sink for OneTable<'_> {
-    fn commit(&mut self, now: SystemTime) -> anyhow::Result<bool> {
+    fn commit(&mut self, now: SystemTime) -> anyhow::Result<Committed> {
         self.inner.commit(now)
     }
 }
@@ -74,7 +74,7 @@ impl Emit for InMemory<'_> {
 }
 
 impl Sink for InMemory<'_> {
-    fn commit(&mut self, _now: SystemTime) -> anyhow::Result<bool> {
-        Ok(true)
+    fn commit(&mut self, _now: SystemTime) -> anyhow::Result<Committed> {
+        Ok(Committed::Durable)
     }
 }

@@ -776,8 +776,8 @@ impl<'a> Output<'a> {
 /// A single file appears only when it is whole, at [`SingleFileWriter::finish`]: a commit before
 /// that publishes nothing and acknowledges nothing.
 impl silt_core::Sink for SingleFileWriter {
-    fn commit(&mut self, _now: std::time::SystemTime) -> anyhow::Result<bool> {
-        Ok(false)
+    fn commit(&mut self, _now: std::time::SystemTime) -> anyhow::Result<silt_core::Committed> {
+        Ok(silt_core::Committed::No)
     }
 }
 

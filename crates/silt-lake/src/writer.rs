@@ -928,9 +928,9 @@ fn split_by_partition(
 }
 
 impl silt_core::Sink for LakeWriter {
-    fn commit(&mut self, now: SystemTime) -> anyhow::Result<bool> {
+    fn commit(&mut self, now: SystemTime) -> anyhow::Result<silt_core::Committed> {
         LakeWriter::commit(self, now)?;
-        Ok(true)
+        Ok(silt_core::Committed::Durable)
     }
 }
 

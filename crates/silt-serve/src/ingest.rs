@@ -1,16 +1,20 @@
-//! From the write-ahead log to the lake: the `silt-serve-ingest` thread decodes each durable
-//! record with its format's decoder (the same registry and decoders as `silt import`), runs the
-//! table's transforms (`--parse-field` of a route), and makes the rows queryable at once
-//! ([`crate::live::Live::push`]); the `silt-serve-flush` thread writes them to the lake.
+//! From the write-ahead log to the lake, through the one ingest pipeline `silt import` and
+//! `silt convert` run (`silt_ingest::Pipeline`): its source is the log
+//! ([`crate::log_source::LogSource`]: each durable record decoded with its format's decoder from
+//! the same registry), its transforms a route's `--parse-field` and `--enrich`, and its sink
+//! [`LiveSink`], which makes the rows queryable at once ([`crate::live::Live::push`]); the
+//! `silt-serve-flush` thread writes them to the lake. The pipeline runs on the
+//! `silt-serve-ingest` thread (transforms and sink) and its reader thread (decoding).
 //!
-//! Rows are grouped in generations. A generation is sealed when its rows reach the flush size or
-//! its oldest row the flush age (`--flush-age`), or when the server stops; the flusher then writes
-//! it with a [`LakeWriter`] (same partitioning, sorting, encodings and atomic publish as an
-//! import) under an import-record journal (`silt_lake::imports`), and records the last log record
-//! it holds (`wal_upto`) in the record that marks the flush done (`_silt/imports/flush.json`,
+//! Rows are grouped in generations. A generation is sealed (the pipeline's commit) when its rows
+//! reach the flush size or its oldest row the flush age (`--flush-age`), or when the server stops;
+//! the flusher then writes it with a [`LakeWriter`] (same partitioning, sorting, encodings and
+//! atomic publish as an import) under an import-record journal (`silt_lake::imports`), and
+//! records the last log record it holds (`wal_upto`) in the record that marks the flush done (`_silt/imports/flush.json`,
 //! replaced by each flush). A crash before that record leaves a journal that the next start
 //! removes with its files, and the log is replayed from the last recorded flush: every
-//! acknowledged event ends up in the lake once.
+//! acknowledged event ends up in the lake once. Once a generation's flush is done, the pipeline
+//! acknowledges its records back to the source, which releases the log's segments.
 //!
 //! The flush thread (and the encoding threads it starts) runs [`FLUSH_NICE`] nice levels below the
 //! rest of the server (Linux): encoding a generation takes both cores for a moment several times a
@@ -29,17 +33,18 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use arrow::record_batch::RecordBatch;
-use silt_core::{Emit, FormatOptions, Reject, SourceInfo, TableName, Transform};
+use silt_core::{Checkpoint, Committed, Emit, FormatOptions, Reject, Sink, TableName, Transform};
 use silt_lake::imports::{merge_positions, ImportLog, KafkaPositions};
 use silt_lake::publish::DirectoryPublisher;
 use silt_lake::{LakeWriter, WriterConfig};
 
 use crate::live::Live;
+use crate::log_source::{parse_kafka_stream, LogSource, LOG_STREAM};
 use crate::wal::{Janitor, Record};
 
 /// Settings of the ingest and flush threads.
@@ -164,37 +169,93 @@ struct Generation {
     kafka: KafkaPositions,
 }
 
-/// Collects one record's decoder output, naming every batch after the record's table when it
-/// has one.
-struct Collect<'a> {
-    table: Option<&'a TableName>,
-    batches: Vec<(TableName, RecordBatch)>,
-    rejects: Vec<Reject>,
-}
-
-impl Emit for Collect<'_> {
-    fn batch(&mut self, table: &TableName, batch: RecordBatch) -> anyhow::Result<()> {
-        let t = self.table.unwrap_or(table).clone();
-        self.batches.push((t, batch));
-        Ok(())
-    }
-    fn reject(&mut self, mut reject: Reject) -> anyhow::Result<()> {
-        if let Some(t) = self.table {
-            reject.table = Some(t.clone());
+impl Generation {
+    fn new(id: u64, upto: u64) -> Self {
+        Self {
+            id,
+            upto,
+            batches: Vec::new(),
+            rejects: Vec::new(),
+            bytes: 0,
+            kafka: KafkaPositions::new(),
         }
-        self.rejects.push(reject);
-        Ok(())
-    }
-    fn note(&mut self, line: String) {
-        // A decoder's counts for one log record (flow export: datagrams, sequence gaps,
-        // unknown templates); per record they are many and small, so at debug level.
-        tracing::debug!("{line}");
     }
 }
 
-/// Starts both threads. `replayed` are the log records after the last flush (decoded first);
-/// `records` brings the log's new records. Returns the handle to join at shutdown (the threads
-/// end when the log's writer has stopped and everything is flushed).
+/// The last generation in the lake, which the flush thread raises and the sink waits on.
+#[derive(Default)]
+struct Settled {
+    upto: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Settled {
+    fn set(&self, id: u64) {
+        *self.upto.lock().expect("not poisoned") = id;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self, id: Option<(u64, Duration)>) -> u64 {
+        let g = self.upto.lock().expect("not poisoned");
+        match id {
+            None => *g,
+            Some((id, timeout)) => {
+                *self
+                    .changed
+                    .wait_timeout_while(g, timeout, |upto| *upto < id)
+                    .expect("not poisoned")
+                    .0
+            }
+        }
+    }
+}
+
+/// A route's `--parse-field` and the server's `--enrich`, as one transform of the pipeline: the
+/// table's own transforms, then every table's. A transform that fails leaves the batch as it
+/// came (rows are never dropped) and the log says why.
+struct RouteTransforms {
+    per_table: HashMap<TableName, Vec<Box<dyn Transform>>>,
+    all_tables: Vec<Box<dyn Transform>>,
+}
+
+impl Transform for RouteTransforms {
+    fn name(&self) -> String {
+        "routes".into()
+    }
+
+    fn apply(&mut self, t: &TableName, mut b: RecordBatch) -> anyhow::Result<RecordBatch> {
+        let per_table = self.per_table.get_mut(t).map(|v| v.as_mut_slice());
+        for ts in [per_table, Some(self.all_tables.as_mut_slice())]
+            .into_iter()
+            .flatten()
+            .filter(|ts| !ts.is_empty())
+        {
+            b = match silt_core::transform::apply_all(ts, t, b.clone()) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!("{t}: transform failed, rows kept untransformed: {e:#}");
+                    b
+                }
+            };
+        }
+        Ok(b)
+    }
+
+    fn report(&self) -> Vec<String> {
+        let per_table = self.per_table.values().flatten();
+        per_table
+            .chain(&self.all_tables)
+            .flat_map(|t| t.report())
+            .collect()
+    }
+}
+
+/// Starts the server's ingest pipeline (`silt_ingest::Pipeline`: the log's records as its
+/// source, [`LogSource`]; the decoders; the routes' transforms; [`LiveSink`]) on the
+/// `silt-serve-ingest` thread, and the flush thread. `replayed` are the log records after the
+/// last flush (decoded first); `records` brings the log's new records. Returns the handle to
+/// join at shutdown (the threads end when the log's writer has stopped and everything is
+/// flushed).
 pub fn start(
     cfg: IngestConfig,
     replayed: Vec<Record>,
@@ -219,12 +280,14 @@ pub fn start(
         )),
         None => None,
     };
+    let settled = Arc::new(Settled::default());
     let flusher = {
-        let (lake, writer, live, stats) = (
+        let (lake, writer, live, stats, settled) = (
             cfg.lake.clone(),
             cfg.writer.clone(),
             live.clone(),
             stats.clone(),
+            settled.clone(),
         );
         let log = ImportLog::open_instance(&lake, cfg.instance.as_deref())?
             .with_table_format(writer.table_format);
@@ -234,53 +297,68 @@ pub fn start(
             .name("silt-serve-flush".into())
             .spawn(move || {
                 lower_priority(flush_nice());
-                flush_loop(gen_rx, log, positions, writer, live, wal, stats)
+                flush_loop(gen_rx, log, positions, writer, live, settled, stats)
             })?
     };
+    let pipeline = silt_ingest::Pipeline {
+        transforms: vec![Box::new(RouteTransforms {
+            per_table: cfg.transforms,
+            all_tables: cfg.all_tables,
+        })],
+        // The sink seals a generation on its own terms (size, age, a Kafka rebalance's
+        // request: `LiveSink::wants_commit`), and once more at the end.
+        commit_every: None,
+        final_commit: true,
+        report_streams: false,
+        ..silt_ingest::Pipeline::new(
+            // Unused: every log record names its format (`LogSource`).
+            silt_ingest::FormatChoice::Auto {
+                extension_first: false,
+            },
+            cfg.options,
+        )
+    };
+    let keep_in_lake = cfg.to_kafka.as_ref().is_some_and(|k| k.keep_in_lake);
+    let source = LogSource::new(replayed, records, wal, stats.clone());
     let handle = std::thread::Builder::new()
         .name("silt-serve-ingest".into())
         .spawn(move || {
-            let mut ing = Ingest {
-                cfg,
+            let mut sink = LiveSink {
+                flush_age: cfg.flush_age,
+                flush_bytes: cfg.flush_bytes,
+                keep_in_lake,
                 live,
                 stats,
-                gen: Generation {
-                    id: 1,
-                    upto: 0,
-                    batches: Vec::new(),
-                    rejects: Vec::new(),
-                    bytes: 0,
-                    kafka: KafkaPositions::new(),
-                },
+                gen: Generation::new(1, 0),
                 started: None,
                 sealed_upto: 0,
+                mid_record: false,
                 gen_tx,
+                settled,
                 to_kafka,
-                said: Default::default(),
                 produced: Vec::new(),
                 produced_bytes: 0,
                 undelivered: 0,
             };
-            for r in replayed {
-                ing.record(r);
+            if let Err(e) = pipeline.run(source, &mut sink, &mut silt_ingest::pipeline::Quiet) {
+                tracing::error!("the ingest pipeline stopped: {e:#}");
             }
-            loop {
-                match records.recv_timeout(Duration::from_millis(100)) {
-                    Ok(r) => ing.record(r),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-                ing.maybe_seal(false);
-            }
-            ing.maybe_seal(true);
-            drop(ing);
+            drop(sink);
             let _ = flusher.join();
         })?;
     Ok(handle)
 }
 
-struct Ingest {
-    cfg: IngestConfig,
+/// The end of the server's pipeline: rows are queryable as they arrive ([`Live::push`]) and
+/// collected into a generation, which a commit seals and hands to the flush thread (a commit
+/// that ends in the background, `Committed::Started(generation)`); the pipeline then
+/// acknowledges the generation's log records once the flush thread has put it in the lake.
+struct LiveSink {
+    flush_age: Duration,
+    /// In-memory bytes of a generation that seal it.
+    flush_bytes: usize,
+    /// `--to-kafka … --keep-in-lake`: routed rows go to the lake as well.
+    keep_in_lake: bool,
     live: Arc<Live>,
     stats: Arc<IngestStats>,
     gen: Generation,
@@ -288,11 +366,14 @@ struct Ingest {
     started: Option<Instant>,
     /// The last record of the last generation sealed.
     sealed_upto: u64,
+    /// Rows or rejects came after the last log record's checkpoint: a record is in the middle
+    /// of arriving, and a seal now would put its first rows in a generation whose `upto` does
+    /// not cover them (a restart would replay them into the lake twice).
+    mid_record: bool,
     gen_tx: SyncSender<Generation>,
+    settled: Arc<Settled>,
     /// `--to-kafka`: the producer and each routed table's topic.
     to_kafka: Option<(silt_kafka::export::TopicSink, HashMap<TableName, String>)>,
-    /// Warnings given once per run.
-    said: std::collections::HashSet<String>,
     /// `--to-kafka`: the batches produced since the last seal (and their size), kept until the
     /// producer says whether every message was delivered: if not, the seal writes them to the
     /// lake instead, so that no acknowledged event is lost (at least once).
@@ -302,217 +383,135 @@ struct Ingest {
     undelivered: u64,
 }
 
-impl Ingest {
-    fn record(&mut self, r: Record) {
-        let table = r.entry.table.as_deref().and_then(TableName::parse);
-        let mut out = Collect {
-            table: table.as_ref(),
-            batches: Vec::new(),
-            rejects: Vec::new(),
+impl LiveSink {
+    /// Rows into the current generation, queryable at once.
+    fn keep(&mut self, t: TableName, b: RecordBatch) {
+        let bytes = b.get_array_memory_size();
+        self.gen.bytes += bytes;
+        self.stats
+            .memory_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.live.push(self.gen.id, &t, b.clone());
+        self.gen.batches.push((t, b));
+    }
+
+    /// `--to-kafka`: waits for the producer; what it could not deliver since the last seal
+    /// goes into the generation (the log is released once the flush is done, so what went to
+    /// Kafka must be acknowledged by then, or it is produced again from the log after a crash).
+    fn settle_produced(&mut self) {
+        let Some((sink, _)) = &self.to_kafka else {
+            return;
         };
-        // Entries of followed files carry their path: the decoder may name the table after it.
-        let info = if r.entry.source.starts_with('/') {
-            SourceInfo::from_path(std::path::Path::new(&r.entry.source))
-        } else {
-            SourceInfo {
-                display: r.entry.source.clone(),
-                file_name: None,
-            }
-        };
-        let decoded = crate::flows::format(&r.entry.format)
-            .and_then(|spec| (spec.open)(&self.cfg.options, &info))
-            .and_then(|mut d| {
-                d.feed(&r.entry.body, &mut out)?;
-                d.finish(&mut out)
-            });
-        if let Err(e) = decoded {
-            // The record's bytes are kept with the reject (up to 1 MiB), not only its reason.
-            let mut reject = silt_ingest::source::whole_input_reject(
-                &info.display,
-                format!("log record {}: stopped decoding: {e:#}", r.seq),
+        let p = sink.flush(Duration::from_secs(60));
+        self.stats.produced.store(p.messages, Ordering::Relaxed);
+        self.stats
+            .produce_acked
+            .store(p.acknowledged, Ordering::Relaxed);
+        self.stats.produce_failed.store(p.failed, Ordering::Relaxed);
+        let unknown = p.messages.saturating_sub(p.acknowledged + p.failed);
+        let undelivered = p.failed + unknown;
+        let produced = std::mem::take(&mut self.produced);
+        self.produced_bytes = 0;
+        if undelivered > self.undelivered && !produced.is_empty() {
+            let rows: usize = produced.iter().map(|(_, b)| b.num_rows()).sum();
+            tracing::error!(
+                "--to-kafka: {} messages were not delivered ({}); the {rows} rows routed to Kafka since the last flush are written to the lake instead (some may be in Kafka as well)",
+                undelivered - self.undelivered,
+                p.first_error.as_deref().unwrap_or("no acknowledgement within 60 s")
             );
-            reject.raw = r.entry.body[..r.entry.body.len().min(1 << 20)].to_vec();
-            out.rejects.push(reject);
+            for (t, b) in produced {
+                self.keep(t, b);
+            }
         }
-        self.started.get_or_insert_with(Instant::now);
-        self.stats.records.fetch_add(1, Ordering::Relaxed);
-        let kafka_meta = r
-            .entry
-            .kafka
-            .as_ref()
-            .and_then(|k| k.meta.as_ref().map(|m| (k, m)));
-        for (t, b) in out.batches {
-            let mut b = b;
-            if let Some((k, m)) = kafka_meta {
-                match crate::kafka_meta::attach(&b, &k.topic, k.partition, m) {
-                    Ok((with, done)) => {
-                        b = with;
-                        if done.unnumbered > 0 {
-                            self.stats
-                                .kafka_meta_unnumbered
-                                .fetch_add(done.unnumbered as u64, Ordering::Relaxed);
-                            if self.said.insert(format!("unnumbered {t}")) {
-                                tracing::warn!(
-                                    "{t}: {} rows from kafka {}[{}] could not be matched to their message (not a JSON object or MessagePack map?); their --kafka-meta columns are null",
-                                    done.unnumbered, k.topic, k.partition
-                                );
-                            }
-                        }
-                        for c in done.clashes {
-                            if self.said.insert(format!("clash {t} {c}")) {
-                                tracing::warn!(
-                                    "{t}: the records have a column {c} of their own; kept instead of --kafka-meta's"
-                                );
-                            }
-                        }
-                    }
-                    Err(e) => tracing::error!(
-                        "{t}: --kafka-meta columns not attached: {e:#}; rows kept without them"
-                    ),
-                }
-            }
-            let per_table = self.cfg.transforms.get_mut(&t).map(|v| v.as_mut_slice());
-            for ts in [per_table, Some(self.cfg.all_tables.as_mut_slice())]
-                .into_iter()
-                .flatten()
-                .filter(|ts| !ts.is_empty())
-            {
-                b = match silt_core::transform::apply_all(ts, &t, b.clone()) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        // The rows are kept as they came (never dropped); the log says why
-                        // they are not transformed.
-                        tracing::error!("{t}: transform failed, rows kept untransformed: {e:#}");
-                        b
-                    }
-                };
-            }
-            if b.num_rows() == 0 {
-                continue;
-            }
-            if let Some((sink, routes)) = &self.to_kafka {
-                if let Some(topic) = routes.get(&t) {
-                    if let Err(e) = sink.send(topic, None, &b) {
-                        // Kept in the lake instead of lost.
-                        tracing::error!("{t} -> kafka {topic}: {e:#}; rows written to the lake");
-                    } else if !self.cfg.to_kafka.as_ref().is_some_and(|k| k.keep_in_lake) {
-                        self.stats
-                            .events
-                            .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
-                        // Held until the seal learns whether Kafka acknowledged them.
-                        self.produced_bytes += b.get_array_memory_size();
-                        self.produced.push((t, b));
-                        continue;
-                    }
-                }
-            }
-            let bytes = b.get_array_memory_size();
-            self.gen.bytes += bytes;
-            self.stats
-                .memory_bytes
-                .fetch_add(bytes as u64, Ordering::Relaxed);
-            self.stats
-                .events
-                .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
-            self.live.push(self.gen.id, &t, b.clone());
-            self.gen.batches.push((t, b));
-        }
-        if let Some(k) = &r.entry.kafka {
-            // A Kafka reject is named by its message: source `kafka TOPIC[PARTITION]`, line =
-            // the message's offset.
-            for rej in &mut out.rejects {
-                let at = (rej.line as usize)
-                    .checked_sub(1)
-                    .and_then(|i| k.line_offsets.get(i));
-                rej.source = format!("kafka {}[{}]", k.topic, k.partition);
-                if let Some(m) = &k.meta {
-                    rej.raw = crate::kafka_meta::unsplice(m.splice, &rej.raw);
-                }
-                if let Some(o) = at {
-                    rej.line = (*o).max(0) as u64;
-                } else {
-                    rej.reason = format!("{} (in {})", rej.reason, r.entry.source);
-                }
-            }
+        self.undelivered = undelivered;
+    }
+}
+
+impl Emit for LiveSink {
+    fn batch(&mut self, t: &TableName, b: RecordBatch) -> anyhow::Result<()> {
+        self.mid_record = true;
+        if b.num_rows() == 0 {
+            return Ok(());
         }
         self.stats
-            .rejects
-            .fetch_add(out.rejects.len() as u64, Ordering::Relaxed);
-        self.gen.rejects.extend(out.rejects);
-        if let Some(k) = &r.entry.kafka {
+            .events
+            .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+        if let Some((sink, routes)) = &self.to_kafka {
+            if let Some(topic) = routes.get(t) {
+                if let Err(e) = sink.send(topic, None, &b) {
+                    // Kept in the lake instead of lost.
+                    tracing::error!("{t} -> kafka {topic}: {e:#}; rows written to the lake");
+                } else if !self.keep_in_lake {
+                    // Held until the seal learns whether Kafka acknowledged them.
+                    self.produced_bytes += b.get_array_memory_size();
+                    self.produced.push((t.clone(), b));
+                    return Ok(());
+                }
+            }
+        }
+        self.keep(t.clone(), b);
+        Ok(())
+    }
+
+    fn reject(&mut self, reject: Reject) -> anyhow::Result<()> {
+        self.mid_record = true;
+        self.stats.rejects.fetch_add(1, Ordering::Relaxed);
+        self.gen.rejects.push(reject);
+        Ok(())
+    }
+}
+
+impl Sink for LiveSink {
+    fn checkpoint(&mut self, c: &Checkpoint) {
+        if *c.stream == *LOG_STREAM {
+            self.mid_record = false;
+            self.started.get_or_insert_with(Instant::now);
+            self.gen.upto = c.position;
+            self.stats.visible_seq.store(c.position, Ordering::Relaxed);
+        } else if let Some((topic, partition)) = parse_kafka_stream(&c.stream) {
+            self.mid_record = true;
             let v = self
                 .gen
                 .kafka
-                .entry(k.topic.clone())
+                .entry(topic.to_string())
                 .or_default()
-                .entry(k.partition)
-                .or_insert(k.next);
-            *v = (*v).max(k.next);
+                .entry(partition)
+                .or_insert(c.position as i64);
+            *v = (*v).max(c.position as i64);
         }
-        self.gen.upto = r.seq;
-        self.stats.visible_seq.store(r.seq, Ordering::Relaxed);
     }
 
-    /// Seals the generation when it is due (or `now`, at shutdown) and hands it to the flusher
-    /// (waiting while the flusher is busy with the previous one).
-    fn maybe_seal(&mut self, now: bool) {
-        let Some(started) = self.started else {
-            return;
+    fn wants_commit(&mut self) -> bool {
+        let Some(started) = self.started.filter(|_| !self.mid_record) else {
+            return false;
         };
         let asked = self.stats.seal_upto.load(Ordering::Relaxed);
-        let due = now
-            || self.gen.bytes + self.produced_bytes >= self.cfg.flush_bytes
-            || started.elapsed() >= self.cfg.flush_age
-            || (asked > self.sealed_upto && self.gen.upto >= asked);
-        if !due {
-            return;
+        self.gen.bytes + self.produced_bytes >= self.flush_bytes
+            || started.elapsed() >= self.flush_age
+            || (asked > self.sealed_upto && self.gen.upto >= asked)
+    }
+
+    /// Seals the generation and hands it to the flush thread (waiting while the flush thread
+    /// is busy with the previous one: that is where the sources' backpressure starts). Only
+    /// between log records: a generation holds whole records.
+    fn commit(&mut self, _now: SystemTime) -> anyhow::Result<Committed> {
+        if self.started.is_none() || self.mid_record {
+            return Ok(Committed::No);
         }
-        let next = Generation {
-            id: self.gen.id + 1,
-            upto: self.gen.upto,
-            batches: Vec::new(),
-            rejects: Vec::new(),
-            bytes: 0,
-            kafka: KafkaPositions::new(),
-        };
-        if let Some((sink, _)) = &self.to_kafka {
-            // The log is released once the flush is done: what went to Kafka must be
-            // acknowledged by then (or it is produced again from the log after a crash).
-            let p = sink.flush(Duration::from_secs(60));
-            self.stats.produced.store(p.messages, Ordering::Relaxed);
-            self.stats
-                .produce_acked
-                .store(p.acknowledged, Ordering::Relaxed);
-            self.stats.produce_failed.store(p.failed, Ordering::Relaxed);
-            let unknown = p.messages.saturating_sub(p.acknowledged + p.failed);
-            let undelivered = p.failed + unknown;
-            let produced = std::mem::take(&mut self.produced);
-            self.produced_bytes = 0;
-            if undelivered > self.undelivered && !produced.is_empty() {
-                let rows: usize = produced.iter().map(|(_, b)| b.num_rows()).sum();
-                tracing::error!(
-                    "--to-kafka: {} messages were not delivered ({}); the {rows} rows routed to Kafka since the last flush are written to the lake instead (some may be in Kafka as well)",
-                    undelivered - self.undelivered,
-                    p.first_error.as_deref().unwrap_or("no acknowledgement within 60 s")
-                );
-                for (t, b) in produced {
-                    let bytes = b.get_array_memory_size();
-                    self.gen.bytes += bytes;
-                    self.stats
-                        .memory_bytes
-                        .fetch_add(bytes as u64, Ordering::Relaxed);
-                    self.live.push(self.gen.id, &t, b.clone());
-                    self.gen.batches.push((t, b));
-                }
-            }
-            self.undelivered = undelivered;
-        }
+        self.settle_produced();
+        let next = Generation::new(self.gen.id + 1, self.gen.upto);
         let sealed = std::mem::replace(&mut self.gen, next);
+        let id = sealed.id;
         self.sealed_upto = sealed.upto;
         self.started = None;
-        if self.gen_tx.send(sealed).is_err() {
-            tracing::error!("the flush thread has stopped");
-        }
+        self.gen_tx
+            .send(sealed)
+            .map_err(|_| anyhow::anyhow!("the flush thread has stopped"))?;
+        Ok(Committed::Started(id))
+    }
+
+    fn settled(&mut self, wait: Option<(u64, Duration)>) -> u64 {
+        self.settled.wait(wait)
     }
 }
 
@@ -522,7 +521,7 @@ fn flush_loop(
     mut positions: KafkaPositions,
     writer: WriterConfig,
     live: Arc<Live>,
-    wal: Janitor,
+    settled: Arc<Settled>,
     stats: Arc<IngestStats>,
 ) {
     // Cleaning up after a failed attempt reads the whole import record, so only then.
@@ -551,9 +550,9 @@ fn flush_loop(
                         .memory_bytes
                         .fetch_sub(gen.bytes as u64, Ordering::Relaxed);
                     *stats.last_error.lock().expect("not poisoned") = None;
-                    if let Err(e) = wal.release(gen.upto) {
-                        tracing::warn!("write-ahead log cleanup: {e:#}");
-                    }
+                    // The pipeline acknowledges the generation's log records to `LogSource`,
+                    // which releases their segments.
+                    settled.set(gen.id);
                     break;
                 }
                 Err(e) => {

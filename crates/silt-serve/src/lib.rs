@@ -2,15 +2,20 @@
 //! query API that sees events a moment after they are acknowledged.
 //!
 //! ```text
-//!  sources ──append──> write-ahead log ──records──> ingest thread ──rows──> Live (memory) ──┐
-//!  (HTTP, Forward)      (group commit,   (in order)  (decoders of the      │ seal          │ queries:
-//!     ▲                  fsync)                       registry, routes'    ▼               │ lake files
-//!     └── ack once durable ┘                          transforms)        flush thread ──> lake ∪ memory
+//!  sources ──append──> write-ahead log ──records──> ingest pipeline ──rows──> Live (memory) ──┐
+//!  (HTTP, Forward,      (group commit,   (in order)  (silt_ingest's:           │ seal          │ queries:
+//!   syslog, tail,        fsync)                       decoders of the          ▼               │ lake files
+//!   Kafka, flows)                                     registry, routes'      flush thread ──> lake ∪ memory
+//!     ▲                                               transforms)                │
+//!     └── ack once durable ┘     log released ◄── records acknowledged ◄─────────┘
 //! ```
 //!
 //! - [`wal`]: the write-ahead log (group commit, replay, cleanup, chunk ids);
-//! - [`ingest`]: decoding log records into rows and flushing generations to the lake (journaled,
-//!   with the log position recorded, so a restart replays exactly what is not in the lake);
+//! - [`log_source`]: the log as the source of the ingest pipeline (`silt_ingest::Pipeline`, the
+//!   one `silt import` runs), its records decoded with the format each names;
+//! - [`ingest`]: the pipeline's sink, which keeps rows queryable in memory and flushes
+//!   generations to the lake (journaled, with the log position recorded, so a restart replays
+//!   exactly what is not in the lake);
 //! - [`live`]: the lake index and the rows in memory, swapped atomically at each flush;
 //! - [`http`]: the HTTP API (ingest, query, health, metrics);
 //! - [`forward`]: the fluentd Forward front end (protocol in `silt_forward`), with [`route`]
@@ -38,6 +43,7 @@ pub mod ingest;
 pub mod kafka;
 pub mod kafka_meta;
 pub mod live;
+pub mod log_source;
 pub mod maintain;
 pub mod metrics;
 pub mod route;

@@ -17,20 +17,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
+pub use silt_core::Checkpoint;
 use silt_core::{Decoder, Emit, Reject, SourceInfo};
 
 use crate::pipeline::{ChannelEmit, Decoders};
 
 pub use file::FileSource;
-
-/// A position in a source's data, acknowledged once everything before it is durable.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Checkpoint {
-    /// Which stream (a path, `-`, a connection, a topic partition).
-    pub stream: Arc<str>,
-    /// The source's own position in that stream (bytes, a record number, an offset).
-    pub position: u64,
-}
 
 /// Where bytes come from; see the module documentation.
 pub trait Source: Send {
@@ -93,6 +85,18 @@ impl<'a> SourceContext<'a> {
     /// empty one is reported as such.
     pub fn open(&mut self, info: &SourceInfo, head: &[u8]) -> anyhow::Result<Opened> {
         self.decoders.open(info, head, self.out)
+    }
+
+    /// A decoder of `format` for the stream `info`, whatever the pipeline's format choice: for a
+    /// source whose streams say their own format (`silt serve`'s log records).
+    pub fn open_format(
+        &mut self,
+        format: &'static silt_core::FormatSpec,
+        info: &SourceInfo,
+    ) -> anyhow::Result<Box<dyn Decoder>> {
+        let d = (format.open)(&self.decoders.options, info)?;
+        self.decoders.used(format);
+        Ok(d)
     }
 
     /// Places a checkpoint after the data emitted so far.
