@@ -449,18 +449,27 @@ class TrinoEngine:
     def __init__(self, url, schema):
         self.url = url.rstrip("/")
         self.schema = schema
+        # Delta tables registered in the catalog `delta` (unregistered at the end: the files
+        # are the lake's).
+        self.registered = []
+        self.delta_schema = False
         self.execute("CREATE SCHEMA IF NOT EXISTS hive.%s" % schema)
 
-    def _request(self, method, url, body=None):
+    def ensure_delta_schema(self):
+        if not self.delta_schema:
+            self.execute("CREATE SCHEMA IF NOT EXISTS delta.%s" % self.schema)
+            self.delta_schema = True
+
+    def _request(self, method, url, body=None, catalog="hive"):
         import urllib.request
         req = urllib.request.Request(url, data=body, method=method, headers={
-            "X-Trino-User": "silt", "X-Trino-Catalog": "hive", "X-Trino-Schema": self.schema,
+            "X-Trino-User": "silt", "X-Trino-Catalog": catalog, "X-Trino-Schema": self.schema,
             "X-Trino-Time-Zone": "UTC"})
         with urllib.request.urlopen(req, timeout=300) as r:
             return json.loads(r.read().decode(), parse_float=Decimal)
 
-    def run(self, sql):
-        doc = self._request("POST", self.url + "/v1/statement", sql.encode())
+    def run(self, sql, catalog="hive"):
+        doc = self._request("POST", self.url + "/v1/statement", sql.encode(), catalog)
         rows = []
         while True:
             if "error" in doc:
@@ -471,11 +480,23 @@ class TrinoEngine:
                 return rows
             doc = self._request("GET", nxt)
 
-    def execute(self, sql):
-        self.run(sql)
+    def execute(self, sql, catalog="hive"):
+        self.run(sql, catalog)
 
     def version(self):
         return self.run("SELECT version()")[0][0]
+
+    def cleanup(self):
+        for name in self.registered:
+            try:
+                self.execute("CALL delta.system.unregister_table(%s, %s)" % (q_str(self.schema), q_str(name)))
+            except Exception:  # noqa: BLE001
+                pass
+        for catalog in ("hive",) + (("delta",) if self.delta_schema else ()):
+            try:
+                self.execute("DROP SCHEMA %s.%s CASCADE" % (catalog, self.schema))
+            except Exception:  # noqa: BLE001
+                pass
 
 
 class SparkEngine:
@@ -918,10 +939,20 @@ def check_table(args, info, silt, duck, spark, report, trino=None):
     for dialect, eng in (("duckdb", duck), ("spark", spark), ("trino", trino)):
         if eng is None:
             continue
+        # A Delta table is registered in Trino's Delta Lake catalog (silt ddl prints the CALL),
+        # which reads the log's snapshot; its timestamps come back as timestamp(3) with time zone.
+        trino_delta = dialect == "trino" and is_delta(tdir)
+        catalog = {}
         if dialect == "trino":
             # An earlier run's table of the same name (external: dropping keeps the files).
             try:
-                eng.execute("DROP TABLE IF EXISTS %s" % q_dq(table.replace(".", "_")))
+                if trino_delta:
+                    eng.ensure_delta_schema()
+                    catalog = {"catalog": "delta"}
+                    eng.execute("CALL delta.system.unregister_table(%s, %s)" % (
+                        q_str(eng.schema), q_str(table.replace(".", "_"))))
+                else:
+                    eng.execute("DROP TABLE IF EXISTS %s" % q_dq(table.replace(".", "_")))
             except Exception:  # noqa: BLE001
                 pass
         p = subprocess.run([args.silt, "ddl", "--dialect", dialect, table, "--lake", args.lake],
@@ -933,24 +964,44 @@ def check_table(args, info, silt, duck, spark, report, trino=None):
         stmts = [s.strip() for s in re.split(r";\s*(?:\n|$)", p.stdout) if s.strip()]
         m = re.search(r"CREATE (?:OR REPLACE )?(?:TABLE|VIEW)(?: IF NOT EXISTS)?\s+(\S+)", p.stdout)
         name = m.group(1) if m else None
+        if trino_delta:
+            name = "delta.%s.%s" % (q_dq(eng.schema), q_dq(table.replace(".", "_")))
         try:
             for s in stmts:
-                eng.execute(s)
+                eng.execute(s, **catalog)
         except Exception as ex:  # noqa: BLE001
             report.add("%s: executes" % label, "string", {"silt": "ok", dialect: Error(ex)})
             continue
+        if trino_delta:
+            eng.registered.append(table.replace(".", "_"))
         if dialect == "spark":
             try:
                 ddl_types = eng.spark.table(name).schema
             except Exception:  # noqa: BLE001
                 ddl_types = None
         sub = {}
+        ms_checks = {}
         for c in top_checks:
+            if trino_delta and c.name.endswith(" epoch µs"):
+                # Compared at milliseconds: Trino rounds the microseconds (half up).
+                fn, inner = c.name.split("(", 1)
+                path = tuple(inner.split(" (time column)")[0].rstrip(")").split("."))
+                ms = Check(c.name.replace(" epoch µs", " epoch ms (Trino's Delta connector: timestamp(3))"), "int",
+                           {dialect: "CAST(round(to_unixtime(%s(%s)) * 1e3) AS BIGINT)" % (fn, col(dialect, path))})
+                ms_checks[c.name] = ms
+                sub[ms.name] = ms
+                continue
             sub[c.name] = Check(c.name, c.kind, {dialect: c.exprs[dialect]})
         dv = {}
         run_batch(eng, name, list(sub.values()), report, dv)
+        for us_name, ms in ms_checks.items():
+            v = values.get(us_name, {}).get("silt", _ABSENT)
+            if isinstance(v, Decimal):
+                v = (v + 500) // 1000
+            report.add("%s: %s" % (label, ms.name), "int",
+                       {"silt": v, dialect: dv.get(ms.name, {}).get(dialect, _ABSENT)})
         for c in top_checks:
-            if dialect not in c.exprs:
+            if dialect not in c.exprs or c.name in ms_checks:
                 continue
             report.add("%s: %s" % (label, c.name), c.kind,
                        {"silt": values.get(c.name, {}).get("silt", _ABSENT), dialect: dv.get(c.name, {}).get(dialect, _ABSENT)},
@@ -1185,10 +1236,7 @@ def main():
         return 0 if all(not r.differences for r in reports) else 1
     finally:
         if trino is not None:
-            try:
-                trino.execute("DROP SCHEMA hive.%s CASCADE" % trino.schema)
-            except Exception:  # noqa: BLE001
-                pass
+            trino.cleanup()
         if spark is not None:
             try:
                 spark.spark.stop()

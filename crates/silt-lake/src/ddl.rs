@@ -77,7 +77,8 @@ pub struct TableLayout {
     pub dt_range: Option<(String, String)>,
     /// Absolute path of the lake directory.
     pub lake: PathBuf,
-    /// The table has a Delta Lake log (`--table-format delta`): Spark reads it `USING DELTA`.
+    /// The table has a Delta Lake log (`--table-format delta`): Spark reads it `USING DELTA`,
+    /// Trino through its Delta Lake connector (`register_table`), Athena as `table_type DELTA`.
     pub delta: bool,
 }
 
@@ -279,6 +280,32 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
     }
     let mut s = String::new();
     match d {
+        Dialect::Athena if t.delta => {
+            // Athena reads the log (schema, partitioning, files) natively.
+            let _ = writeln!(s, "CREATE EXTERNAL TABLE IF NOT EXISTS {qname}");
+            let _ = writeln!(s, "LOCATION {}", literal(&format!("{location}/")));
+            let _ = writeln!(s, "TBLPROPERTIES ('table_type' = 'DELTA');");
+        }
+        Dialect::Trino if t.delta => {
+            // The Hive connector would read every Parquet file under the directory, also those
+            // a compaction's commit has removed until they are deleted; the Delta Lake
+            // connector reads the log's snapshot.
+            let (schema, table) = match name.rsplit_once('.') {
+                Some((sch, tb)) => (literal(sch), literal(tb)),
+                None => ("CURRENT_SCHEMA".to_string(), literal(&name)),
+            };
+            let _ = writeln!(
+                s,
+                "-- {} is a Delta Lake table: run this in a Delta Lake catalog (connector.name=delta_lake,\n\
+                 -- delta.register-table-procedure.enabled=true), e.g. trino --catalog delta --schema SCHEMA.",
+                t.table
+            );
+            let _ = writeln!(
+                s,
+                "CALL system.register_table(schema_name => {schema}, table_name => {table}, table_location => {});",
+                literal(&location)
+            );
+        }
         Dialect::Athena => {
             let _ = writeln!(s, "CREATE EXTERNAL TABLE IF NOT EXISTS {qname} (");
             let _ = writeln!(s, "{}", cols.join(",\n"));

@@ -268,27 +268,51 @@ fn a_hive_table_is_converted_when_a_delta_run_first_writes_to_it() {
     )
     .unwrap();
     assert_log_true(lake, "zeek.conn", 200);
-    // Spark is told to read it as a Delta table; the other dialects read its directories.
+    // Spark, Trino and Athena are told to read it as a Delta table; DuckDB reads its
+    // directories.
     use silt_lake::ddl::{create_statement, table_layout, DdlOptions, Dialect};
     let layout = table_layout(lake, &conn()).unwrap();
-    let stmt = |dialect| {
+    let stmt_at = |dialect, location: Option<&str>, name: Option<&str>| {
         create_statement(
             &layout,
             &DdlOptions {
                 dialect,
-                location: None,
-                name: None,
+                location: location.map(str::to_string),
+                name: name.map(str::to_string),
             },
         )
         .unwrap()
     };
+    let stmt = |dialect| stmt_at(dialect, None, None);
     let spark = stmt(Dialect::Spark);
     assert!(
         spark.contains("USING DELTA") && spark.contains("/zeek.conn'"),
         "{spark}"
     );
     assert!(!spark.contains("MSCK"), "{spark}");
-    assert!(stmt(Dialect::Trino).contains("format = 'PARQUET'"));
+    let trino = stmt(Dialect::Trino);
+    let location = format!(
+        "table_location => 'file://{}/zeek.conn'",
+        std::fs::canonicalize(lake).unwrap().display()
+    );
+    assert!(
+        trino.contains(
+            "CALL system.register_table(schema_name => CURRENT_SCHEMA, table_name => 'zeek_conn', "
+        ) && trino.contains(&location)
+            && !trino.contains("external_location"),
+        "{trino}"
+    );
+    let trino = stmt_at(Dialect::Trino, None, Some("sec.conn"));
+    assert!(
+        trino.contains("schema_name => 'sec', table_name => 'conn'"),
+        "{trino}"
+    );
+    let athena = stmt_at(Dialect::Athena, Some("s3://b/lake/"), None);
+    assert_eq!(
+        athena,
+        "CREATE EXTERNAL TABLE IF NOT EXISTS `zeek_conn`\nLOCATION 's3://b/lake/zeek.conn/'\nTBLPROPERTIES ('table_type' = 'DELTA');\n"
+    );
+    assert!(stmt(Dialect::DuckDb).contains("read_parquet("));
 }
 
 #[test]
