@@ -198,6 +198,23 @@ pub struct EnrichHandle {
 }
 
 impl EnrichHandle {
+    /// A handle without an enricher, for the databases of the SQL functions alone (any set
+    /// serves them).
+    pub fn standalone(dbs: Databases) -> Self {
+        EnrichHandle {
+            shared: Arc::new(Shared {
+                attrs: Attrs::default(),
+                dbs: RwLock::new(Arc::new(dbs)),
+                generation: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// How many times the databases were replaced.
+    pub fn reloads(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
+    }
+
     /// Replaces the databases; the enricher uses them from its next batch on (and empties its
     /// cache then). Fails, leaving the old set in place, when the new set cannot serve the
     /// configured attributes.

@@ -119,8 +119,12 @@ pub struct ServeConfig {
     pub query_memory: Option<usize>,
     /// Queries running at once at most (HTTP and Flight SQL together); more are refused.
     pub max_queries: usize,
-    /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
-    pub lookups: Option<Arc<silt_enrich::Databases>>,
+    /// The databases of `--enrich` and of the SQL functions asn(), as_org(), geo_country(),
+    /// geo_city(), rdns(): the handle an enricher was made with (or a standalone one), so that
+    /// a reload reaches both.
+    pub lookups: Option<silt_enrich::EnrichHandle>,
+    /// Opens the databases again from their files, for [`Shared::reload_lookups`] (SIGHUP).
+    pub reload_lookups: Option<LookupLoader>,
     /// Compaction and retention on a schedule.
     pub maintain: maintain::MaintainConfig,
     /// `--instance NAME`: several servers on one lake (members of one Kafka consumer group),
@@ -162,6 +166,7 @@ impl ServeConfig {
             query_memory: None,
             max_queries: 8,
             lookups: None,
+            reload_lookups: None,
             maintain: maintain::MaintainConfig::default(),
             instance: None,
             kafka: None,
@@ -248,9 +253,13 @@ pub struct SharedConfig {
     pub query_timeout: Duration,
     pub query_memory: Option<usize>,
     pub max_queries: usize,
-    /// The databases of the SQL functions asn(), as_org(), geo_country(), geo_city(), rdns().
-    pub lookups: Option<Arc<silt_enrich::Databases>>,
+    /// The databases of `--enrich` and the SQL functions (see [`ServeConfig::lookups`]).
+    pub lookups: Option<silt_enrich::EnrichHandle>,
+    pub reload_lookups: Option<LookupLoader>,
 }
+
+/// Opens the enrichment databases from their files (the paths the server was started with).
+pub type LookupLoader = Arc<dyn Fn() -> anyhow::Result<silt_enrich::Databases> + Send + Sync>;
 
 impl Shared {
     /// Whether rows waiting for the lake exceed the memory budget (ingest should push back).
@@ -266,9 +275,41 @@ impl Shared {
         let s = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
         // Registered without databases too: asn(), rdns(), ... then say which option they need.
         Ok((
-            s.with_lookups(self.cfg.lookups.clone().unwrap_or_default()),
+            s.with_lookups(
+                self.cfg
+                    .lookups
+                    .as_ref()
+                    .map(|h| h.databases())
+                    .unwrap_or_default(),
+            ),
             snap.pin,
         ))
+    }
+
+    /// Opens the enrichment databases again from their files and swaps them in: ingest goes on
+    /// meanwhile (the enricher takes the new set at its next batch, queries at their next
+    /// session). A set that cannot be opened or cannot serve `--enrich`'s attributes is
+    /// refused and the old one stays. Returns what was loaded.
+    pub fn reload_lookups(&self) -> anyhow::Result<String> {
+        let r = (|| {
+            let (Some(handle), Some(load)) = (&self.cfg.lookups, &self.cfg.reload_lookups) else {
+                anyhow::bail!(
+                    "no enrichment databases to reload (start silt serve with --mmdb, --ip-ranges or --rdns)"
+                );
+            };
+            let dbs = load()?;
+            let what = dbs.describe().join("; ");
+            handle.reload(dbs)?;
+            Ok(what)
+        })();
+        match &r {
+            Ok(_) => self.metrics.lookup_reloads.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self
+                .metrics
+                .lookup_reload_failures
+                .fetch_add(1, Ordering::Relaxed),
+        };
+        r
     }
 
     /// A slot for one query, held while it runs; refused (with what to do) when `--max-queries`
@@ -468,6 +509,7 @@ impl Server {
                 query_memory: cfg.query_memory,
                 max_queries: cfg.max_queries,
                 lookups: cfg.lookups.clone(),
+                reload_lookups: cfg.reload_lookups.clone(),
             },
             wal,
             live,

@@ -20,6 +20,9 @@ pub struct ServerMetrics {
     /// Queries refused because --max-queries were running.
     pub queries_refused: AtomicU64,
     pub query_micros: AtomicU64,
+    /// Enrichment databases reloaded (SIGHUP), and reloads refused.
+    pub lookup_reloads: AtomicU64,
+    pub lookup_reload_failures: AtomicU64,
 }
 
 fn line(out: &mut String, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
@@ -245,6 +248,20 @@ pub fn render(s: &Shared) -> String {
         "counter",
         "Queries refused because --max-queries were running.",
         l(&s.metrics.queries_refused),
+    );
+    line(
+        &mut o,
+        "enrich_reloads_total",
+        "counter",
+        "Enrichment databases reloaded (SIGHUP).",
+        l(&s.metrics.lookup_reloads),
+    );
+    line(
+        &mut o,
+        "enrich_reload_failures_total",
+        "counter",
+        "Enrichment database reloads refused (the old databases stayed).",
+        l(&s.metrics.lookup_reload_failures),
     );
     line(
         &mut o,

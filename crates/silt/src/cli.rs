@@ -69,7 +69,8 @@ silt query --server http://127.0.0.1:8080 \"SELECT count(*) FROM docker.nginx\"\
 An event is acknowledged (HTTP 200, Forward ack) only once it is in the fsynced write-ahead log \
 (<lake>/_silt/serve/wal/); it is queryable at once and reaches the lake's files within --flush-age. \
 Ctrl-C or SIGTERM drains: every acknowledged event is written before the server exits; after a crash the \
-next start replays the log (docs/serve.md).\n\n\
+next start replays the log (docs/serve.md). SIGHUP reloads the enrichment databases \
+(--mmdb, --ip-ranges, --rdns) from their files while ingest goes on (docs/enrich.md).\n\n\
 silt serve --config silt.toml takes the same settings from a file (docs/silt.example.toml).",
         args_override_self = true
     )]

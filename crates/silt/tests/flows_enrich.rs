@@ -241,3 +241,149 @@ fn generated_sflow_and_rdns_feed_the_importer_and_the_index() {
     );
     assert_eq!(q[0]["name"], name);
 }
+
+/// `silt serve --enrich asn`: SIGHUP opens the databases again while a client keeps sending
+/// with acknowledgements. Rows decoded before the reload carry the old AS, rows after it the
+/// new one, and the SQL functions answer from the new set; a reload that cannot open its files
+/// is refused and the old set stays. Ingest never stops: every acknowledged event is in the lake
+/// once, enriched.
+#[test]
+fn enrichment_databases_reload_at_sighup_while_ingest_goes_on() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let ranges = d.path().join("asn.csv");
+    // 10.0.0.0/8 as integer ranges (RASP's `ipIntStart,ipIntEnd,AS name`), replaced by rename.
+    let write_ranges = |org: &str| {
+        let tmp = d.path().join("asn.csv.new");
+        std::fs::write(
+            &tmp,
+            format!("ipIntStart,ipIntEnd,AS name\n167772160,184549375,{org}\n"),
+        )
+        .unwrap();
+        std::fs::rename(&tmp, &ranges).unwrap();
+    };
+    write_ranges("AS100 First Org");
+    let (log_tx, log_rx) = std::sync::mpsc::channel();
+    let (mut child, addr) = common::serve(
+        &lake,
+        &[
+            "--flush-age",
+            "200ms",
+            "--enrich",
+            "asn",
+            "--enrich-columns",
+            "src_ip",
+            "--ip-ranges",
+            p(&ranges),
+        ],
+        Some(log_tx),
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    // A client sends 20-event batches, each acknowledged before the next.
+    let acked = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (acked, stop, addr, agent) = (acked.clone(), stop.clone(), addr.clone(), agent.clone());
+        std::thread::spawn(move || {
+            let mut b = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let body: String = (0..20)
+                    .map(|j| format!("{{\"id\":{},\"src_ip\":\"10.1.2.3\"}}\n", b * 20 + j))
+                    .collect();
+                let r = agent
+                    .post(&format!("{addr}/v1/ingest/app.events"))
+                    .header("Content-Type", "application/x-ndjson")
+                    .send(body.as_bytes())
+                    .unwrap();
+                assert_eq!(r.status().as_u16(), 200, "ingest refused during a reload");
+                b += 1;
+                acked.store(b * 20, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let query = |sql: &str| -> Vec<serde_json::Value> {
+        let mut r = agent
+            .post(&format!("{addr}/v1/query?format=ndjson"))
+            .send(sql)
+            .unwrap();
+        let text = r.body_mut().read_to_string().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{sql}: {text}");
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        while !done() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let reloads = |name: &str| common::metric(&agent, &addr, name);
+    wait_for("rows before the reload", &|| {
+        acked.load(Ordering::Relaxed) >= 200
+    });
+    write_ranges("AS200 Second Org");
+    common::signal(&child, "-HUP");
+    wait_for("the reload", &|| reloads("silt_enrich_reloads_total") == 1);
+    let at_reload = acked.load(Ordering::Relaxed);
+    wait_for("rows after the reload", &|| {
+        acked.load(Ordering::Relaxed) >= at_reload + 200
+    });
+    // The file is gone for a moment: that reload is refused, the second set stays.
+    std::fs::remove_file(&ranges).unwrap();
+    common::signal(&child, "-HUP");
+    wait_for("the refused reload", &|| {
+        reloads("silt_enrich_reload_failures_total") == 1
+    });
+    let at_refusal = acked.load(Ordering::Relaxed);
+    wait_for("rows after the refusal", &|| {
+        acked.load(Ordering::Relaxed) >= at_refusal + 100
+    });
+    stop.store(true, Ordering::Relaxed);
+    sender.join().unwrap();
+    let n = acked.load(Ordering::Relaxed) as u64;
+    let asn = query(
+        "SELECT src_asn, src_as_org, count(*) AS n, count(DISTINCT id) AS d, min(id) AS lo, max(id) AS hi \
+         FROM app.events GROUP BY src_asn, src_as_org ORDER BY lo",
+    );
+    assert_eq!(asn.len(), 2, "{asn:?}");
+    assert_eq!(
+        (&asn[0]["src_asn"], &asn[0]["src_as_org"]),
+        (&serde_json::json!(100), &serde_json::json!("First Org"))
+    );
+    assert_eq!(
+        (&asn[1]["src_asn"], &asn[1]["src_as_org"]),
+        (&serde_json::json!(200), &serde_json::json!("Second Org"))
+    );
+    // The old set served everything before the reload, the new one everything after: no row
+    // without its AS, none twice, none lost.
+    let count = |i: usize, k: &str| asn[i][k].as_u64().unwrap();
+    assert_eq!(count(0, "n") + count(1, "n"), n);
+    assert_eq!(count(0, "d") + count(1, "d"), n);
+    assert_eq!(count(0, "hi") + 1, count(1, "lo"));
+    assert!(count(0, "hi") + 1 >= 200 && count(0, "hi") < at_reload as u64 + 200);
+    let f = query("SELECT asn('10.1.2.3') AS a, as_org('10.1.2.3') AS o");
+    assert_eq!(f[0]["a"], 200);
+    assert_eq!(f[0]["o"], "Second Org");
+    common::terminate(&mut child);
+    let log: Vec<String> = log_rx.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("SIGHUP: enrichment databases reloaded")),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("not reloaded, the old ones stay") && l.contains("asn.csv")),
+        "{log:?}"
+    );
+}

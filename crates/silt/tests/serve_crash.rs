@@ -5,8 +5,9 @@
 //! with `--compact-every`) and a clean stop, every batch is in the lake exactly once and every
 //! file reads. And while a server compacts, queries see every acknowledged row exactly once.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,37 +15,11 @@ use std::time::{Duration, Instant};
 const SILT: &str = env!("CARGO_BIN_EXE_silt");
 const BATCH: usize = 50;
 
-/// Starts `silt serve` (with `extra` flags) and returns it with its HTTP address (read from its
-/// banner).
+/// Starts `silt serve` (with `extra` flags) and returns it with its HTTP address.
 fn start(lake: &std::path::Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(SILT)
-        .args(["serve", "--lake"])
-        .arg(lake)
-        .args(["--http", "127.0.0.1:0", "--flush-age", "150ms"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if !sent {
-                if let Some(i) = line.find("http://") {
-                    let addr = line[i..].split_whitespace().next().unwrap().to_string();
-                    let _ = tx.send(addr);
-                    sent = true;
-                }
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("silt serve did not print its address");
-    (child, addr)
+    let mut args = vec!["--flush-age", "150ms"];
+    args.extend_from_slice(extra);
+    common::serve(lake, &args, None)
 }
 
 fn batch_body(b: usize) -> Vec<u8> {
@@ -138,7 +113,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     }
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
-    terminate(&mut child);
+    common::terminate(&mut child);
     let acked = next.load(Ordering::Relaxed);
     eprintln!(
         "{acked} batches of {BATCH} acknowledged across {kills} kills in {:.1} s",
@@ -244,10 +219,10 @@ fn queries_stay_exact_while_the_server_compacts() {
     }
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
-    let compactions = metric(&agent, &addr, "silt_compactions_total");
-    let flushes = metric(&agent, &addr, "silt_flush_total");
+    let compactions = common::metric(&agent, &addr, "silt_compactions_total");
+    let flushes = common::metric(&agent, &addr, "silt_flush_total");
     assert!(compactions > 0);
-    terminate(&mut child);
+    common::terminate(&mut child);
     let acked = (next.load(Ordering::Relaxed) * BATCH) as u64;
     eprintln!(
         "{queries} queries, {compactions} compactions, {flushes} flushes, {acked} rows acknowledged"
@@ -329,7 +304,7 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     );
     let deadline = Instant::now() + Duration::from_secs(15);
     let rescans = loop {
-        let n = metric(&agent, &addr, "silt_lake_rescans_total");
+        let n = common::metric(&agent, &addr, "silt_lake_rescans_total");
         if n > 0 || Instant::now() > deadline {
             break n;
         }
@@ -337,34 +312,8 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     };
     assert!(rescans > 0, "the server did not list the lake again");
     assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
-    terminate(&mut child);
+    common::terminate(&mut child);
     // One merged file per partition, and at most one flush since.
     let (files, parts) = count_parquet(&lake.join("app.events"));
     assert!(files <= 1 + parts, "{files} files in {parts} partition(s)");
-}
-
-/// A counter of the server's `/metrics`.
-fn metric(agent: &ureq::Agent, addr: &str, name: &str) -> u64 {
-    let text = agent
-        .get(&format!("{addr}/metrics"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
-        .parse()
-        .unwrap()
-}
-
-/// SIGTERM (drain), then the server must exit cleanly.
-fn terminate(child: &mut Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert!(child.wait().unwrap().success());
 }

@@ -1,5 +1,5 @@
 //! `silt serve`: flags to a `silt_serve::ServeConfig`, start, print where it listens, wait for
-//! Ctrl-C or SIGTERM, drain.
+//! Ctrl-C or SIGTERM (reloading the enrichment databases at SIGHUP meanwhile), drain.
 
 use std::collections::HashMap;
 
@@ -143,11 +143,20 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     cfg.transforms = transforms;
     // --enrich applies to every table; the same databases answer asn(), rdns(), ... in queries.
+    // SIGHUP opens the same files again (replace a database file by renaming the new one over
+    // it) and swaps the new set in for both.
     if let Some(e) = crate::opts::enricher(&a.enrich)? {
-        cfg.lookups = Some(e.databases());
+        cfg.lookups = Some(e.handle());
         cfg.all_tables.push(Box::new(e));
     } else if let Some(dbs) = crate::opts::databases(&a.enrich.lookup)? {
-        cfg.lookups = Some(std::sync::Arc::new(dbs));
+        cfg.lookups = Some(silt_enrich::EnrichHandle::standalone(dbs));
+    }
+    if cfg.lookups.is_some() {
+        let lookup = a.enrich.lookup.clone();
+        cfg.reload_lookups = Some(std::sync::Arc::new(move || {
+            crate::opts::databases(&lookup)?
+                .ok_or_else(|| anyhow::anyhow!("no database files are configured"))
+        }));
     }
     cfg.token = a
         .token_file
@@ -263,7 +272,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             eprintln!("  retain    {}", w.join(", "));
         }
         eprintln!("Ctrl-C or SIGTERM stops it after writing every acknowledged event to the lake.");
-        wait_for_signal().await;
+        if server.shared.cfg.reload_lookups.is_some() {
+            eprintln!("SIGHUP reloads the enrichment databases from their files.");
+        }
+        wait_for_signal(&server.shared).await;
         eprintln!("stopping: draining and flushing to the lake ...");
         let stats = server.shared.ingest.clone();
         server.shutdown().await?;
@@ -279,17 +291,31 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-async fn wait_for_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
+/// Waits for Ctrl-C or SIGTERM; reloads the enrichment databases at every SIGHUP meanwhile.
+async fn wait_for_signal(shared: &std::sync::Arc<silt_serve::Shared>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return,
+            _ = term.recv() => return,
+            _ = hup.recv() => {
+                let s = shared.clone();
+                match tokio::task::spawn_blocking(move || s.reload_lookups()).await {
+                    Ok(Ok(what)) => eprintln!("SIGHUP: enrichment databases reloaded ({what})"),
+                    Ok(Err(e)) => eprintln!(
+                        "SIGHUP: enrichment databases not reloaded, the old ones stay: {e:#}"
+                    ),
+                    Err(e) => eprintln!("SIGHUP: the reload stopped: {e}"),
+                }
+            }
+        }
     }
 }
 

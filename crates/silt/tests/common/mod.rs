@@ -2,8 +2,10 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 /// Runs the `silt` binary of this build.
 pub fn silt(args: &[&str]) -> Output {
@@ -24,6 +26,78 @@ pub fn ok(args: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).unwrap()
+}
+
+/// Starts `silt serve --lake LAKE --http 127.0.0.1:0` with `extra` flags and returns it with
+/// its HTTP address (read from its banner). Its standard error goes on to `log` line by line
+/// (the banner included), when given.
+pub fn serve(
+    lake: &Path,
+    extra: &[&str],
+    log: Option<std::sync::mpsc::Sender<String>>,
+) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args(["serve", "--lake"])
+        .arg(lake)
+        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if !sent {
+                if let Some(i) = line.find("http://") {
+                    let addr = line[i..].split_whitespace().next().unwrap().to_string();
+                    let _ = tx.send(addr);
+                    sent = true;
+                }
+            }
+            if let Some(l) = &log {
+                let _ = l.send(line);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("silt serve did not print its address");
+    (child, addr)
+}
+
+/// Sends `signal` (`-TERM`, `-HUP`) to `child`.
+pub fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Stops `child` with SIGTERM and asserts it exited cleanly.
+pub fn terminate(child: &mut Child) {
+    signal(child, "-TERM");
+    assert!(child.wait().unwrap().success());
+}
+
+/// A counter of the server's `/metrics`.
+pub fn metric(agent: &ureq::Agent, addr: &str, name: &str) -> u64 {
+    let text = agent
+        .get(&format!("{addr}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .parse()
+        .unwrap()
 }
 
 /// A path as the `&str` an argument list needs.
