@@ -54,6 +54,15 @@ pub struct Attrs {
 impl Attrs {
     pub const KNOWN: &'static [&'static str] = &["asn", "geo", "rdns"];
 
+    /// Every attribute of either.
+    pub fn union(self, o: Attrs) -> Attrs {
+        Attrs {
+            asn: self.asn || o.asn,
+            geo: self.geo || o.geo,
+            rdns: self.rdns || o.rdns,
+        }
+    }
+
     pub fn all() -> Self {
         Attrs {
             asn: true,
@@ -198,6 +207,20 @@ pub struct EnrichHandle {
 }
 
 impl EnrichHandle {
+    /// The databases of enrichers that share them ([`Enricher::sharing`], one per table with
+    /// attributes of its own): `attrs` are all the attributes they ask for, which `dbs`, and
+    /// every set reloaded later, must serve.
+    pub fn new(attrs: Attrs, dbs: Databases) -> anyhow::Result<Self> {
+        check_databases(attrs, &dbs)?;
+        Ok(EnrichHandle {
+            shared: Arc::new(Shared {
+                attrs,
+                dbs: RwLock::new(Arc::new(dbs)),
+                generation: AtomicU64::new(0),
+            }),
+        })
+    }
+
     /// A handle without an enricher, for the databases of the SQL functions alone (any set
     /// serves them).
     pub fn standalone(dbs: Databases) -> Self {
@@ -460,18 +483,31 @@ impl Enricher {
         if config.attrs.is_empty() {
             bail!("enrich: no attribute asked for");
         }
-        check_databases(config.attrs, &dbs)?;
-        let dbs = Arc::new(dbs);
-        let shared = Arc::new(Shared {
-            attrs: config.attrs,
-            dbs: RwLock::new(dbs.clone()),
-            generation: AtomicU64::new(0),
-        });
+        let handle = EnrichHandle::new(config.attrs, dbs)?;
+        Enricher::sharing(config, &handle)
+    }
+
+    /// An enricher on `handle`'s databases: a reload through the handle reaches it. Fails when
+    /// the handle was not made for `config.attrs`.
+    pub fn sharing(config: EnrichConfig, handle: &EnrichHandle) -> anyhow::Result<Enricher> {
+        if config.attrs.is_empty() {
+            bail!("enrich: no attribute asked for");
+        }
+        let served = handle.shared.attrs;
+        if served.union(config.attrs) != served {
+            bail!(
+                "enrich: {} asked of databases checked for {served} only",
+                config.attrs
+            );
+        }
+        let shared = handle.shared.clone();
+        let generation = shared.generation.load(Ordering::Acquire);
+        let dbs = handle.databases();
         Ok(Enricher {
             config,
             shared,
             dbs,
-            generation: 0,
+            generation,
             state: State::default(),
             stats: Stats::default(),
             plans: Vec::new(),

@@ -11,7 +11,8 @@ use arrow::datatypes::{DataType, Field, Fields, Schema, UInt32Type};
 use silt_core::meta::{SOURCE_TYPE, TABLE, TIME_COLUMN};
 use silt_core::{TableName, Transform};
 use silt_enrich::{
-    Attrs, Databases, EnrichConfig, Enricher, MapNames, RangeDbBuilder, RangeRecord, Source,
+    Attrs, Databases, EnrichConfig, EnrichHandle, Enricher, MapNames, RangeDbBuilder, RangeRecord,
+    Source,
 };
 
 fn addr_md() -> HashMap<String, String> {
@@ -726,4 +727,47 @@ fn real_zeek_conn_addresses() {
         "{rep:?}"
     );
     eprintln!("{rep:#?}");
+}
+
+/// Enrichers of different attributes on one handle: each checked against what the handle was
+/// made for, and one reload reaches them all.
+#[test]
+fn enrichers_sharing_a_handle_are_reloaded_together() {
+    let ranges = |asn: u32| {
+        let mut b = RangeDbBuilder::new();
+        b.add_range(
+            "1.0.0.0".parse().unwrap(),
+            "1.255.255.255".parse().unwrap(),
+            RangeRecord {
+                asn: Some(asn),
+                as_org: Some(Arc::from("Example AS")),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut d = Databases::new();
+        d.add_source(Source::Ranges(b.build())).unwrap();
+        d
+    };
+    let asn_only: Attrs = "asn".parse().unwrap();
+    let h = EnrichHandle::new(asn_only, ranges(64500)).unwrap();
+    let mut a = Enricher::sharing(EnrichConfig::new(asn_only), &h).unwrap();
+    let mut b = Enricher::sharing(EnrichConfig::new(asn_only), &h).unwrap();
+    // Geo was not asked of the handle's databases.
+    let err = Enricher::sharing(EnrichConfig::new("asn,geo".parse().unwrap()), &h)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("checked for asn only"), "{err}");
+    let t = TableName::new("pcap", "packet");
+    let asn_of = |e: &mut Enricher| {
+        let out = e.apply(&t, flat(&["src"], false)).unwrap();
+        out.column_by_name("src_asn")
+            .unwrap()
+            .as_primitive::<UInt32Type>()
+            .value(0)
+    };
+    assert_eq!((asn_of(&mut a), asn_of(&mut b)), (64500, 64500));
+    h.reload(ranges(64501)).unwrap();
+    assert_eq!((asn_of(&mut a), asn_of(&mut b)), (64501, 64501));
+    assert_eq!(h.reloads(), 1);
 }

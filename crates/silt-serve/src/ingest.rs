@@ -52,10 +52,12 @@ pub struct IngestConfig {
     pub lake: PathBuf,
     pub writer: WriterConfig,
     pub options: FormatOptions,
-    /// Transforms per table (a route's `--parse-field`).
+    /// Transforms per table (a route's `--parse-field`, `--enrich-table`).
     pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
-    /// Transforms of every table, after the table's own (`--enrich`).
+    /// Transforms of every table, after the table's own (`--enrich`), but for the tables in
+    /// `all_tables_except`.
     pub all_tables: Vec<Box<dyn Transform>>,
+    pub all_tables_except: std::collections::HashSet<TableName>,
     pub flush_age: Duration,
     /// In-memory bytes of a generation that seal it.
     pub flush_bytes: usize,
@@ -210,12 +212,13 @@ impl Settled {
     }
 }
 
-/// A route's `--parse-field` and the server's `--enrich`, as one transform of the pipeline: the
+/// A route's `--parse-field`, `--enrich-table` and the server's `--enrich`, as one transform of the pipeline: the
 /// table's own transforms, then every table's. A transform that fails leaves the batch as it
 /// came (rows are never dropped) and the log says why.
 struct RouteTransforms {
     per_table: HashMap<TableName, Vec<Box<dyn Transform>>>,
     all_tables: Vec<Box<dyn Transform>>,
+    all_tables_except: std::collections::HashSet<TableName>,
 }
 
 impl Transform for RouteTransforms {
@@ -225,7 +228,8 @@ impl Transform for RouteTransforms {
 
     fn apply(&mut self, t: &TableName, mut b: RecordBatch) -> anyhow::Result<RecordBatch> {
         let per_table = self.per_table.get_mut(t).map(|v| v.as_mut_slice());
-        for ts in [per_table, Some(self.all_tables.as_mut_slice())]
+        let all = (!self.all_tables_except.contains(t)).then_some(self.all_tables.as_mut_slice());
+        for ts in [per_table, all]
             .into_iter()
             .flatten()
             .filter(|ts| !ts.is_empty())
@@ -304,6 +308,7 @@ pub fn start(
         transforms: vec![Box::new(RouteTransforms {
             per_table: cfg.transforms,
             all_tables: cfg.all_tables,
+            all_tables_except: cfg.all_tables_except,
         })],
         // The sink seals a generation on its own terms (size, age, a Kafka rebalance's
         // request: `LiveSink::wants_commit`), and once more at the end.

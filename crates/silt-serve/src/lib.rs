@@ -103,10 +103,12 @@ pub struct ServeConfig {
     pub insecure: bool,
     pub writer: WriterConfig,
     pub options: FormatOptions,
-    /// Transforms per table (routes' `--parse-field`).
+    /// Transforms per table (routes' `--parse-field`, `--enrich-table`).
     pub transforms: HashMap<TableName, Vec<Box<dyn Transform>>>,
-    /// Transforms of every table, after the table's own (`--enrich`).
+    /// Transforms of every table, after the table's own (`--enrich`), except the tables in
+    /// `all_tables_except` (those with an `--enrich-table` of their own).
     pub all_tables: Vec<Box<dyn Transform>>,
+    pub all_tables_except: std::collections::HashSet<TableName>,
     pub flush_age: Duration,
     pub flush_bytes: usize,
     /// Rows in memory beyond which HTTP ingest answers 503.
@@ -156,6 +158,7 @@ impl ServeConfig {
             options: FormatOptions::default(),
             transforms: HashMap::new(),
             all_tables: Vec::new(),
+            all_tables_except: Default::default(),
             flush_age: Duration::from_secs(60),
             flush_bytes: 64 << 20,
             memory_bytes: 512 << 20,
@@ -489,6 +492,7 @@ impl Server {
                 },
                 transforms: cfg.transforms,
                 all_tables: cfg.all_tables,
+                all_tables_except: cfg.all_tables_except,
                 flush_age: cfg.flush_age,
                 flush_bytes: cfg.flush_bytes,
                 instance: cfg.instance.clone(),

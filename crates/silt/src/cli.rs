@@ -661,6 +661,16 @@ pub struct ServeArgs {
     pub messages: MessageArgs,
     #[command(flatten)]
     pub enrich: EnrichArgs,
+    /// Enrichment of one table instead of --enrich's: TABLE=ATTRS[:COLUMNS], e.g.
+    /// zeek.conn=asn,geo or web.access=geo:client_ip (the databases of --mmdb, --ip-ranges,
+    /// --rdns; in the config file, `enrich` and `enrich-columns` of a [table."module.type"]
+    /// section); repeatable.
+    #[arg(
+        long = "enrich-table",
+        value_name = "TABLE=ATTRS[:COLUMNS]",
+        help_heading = "Enrichment"
+    )]
+    pub enrich_tables: Vec<String>,
     #[command(flatten)]
     pub write: WriteOpts,
 }

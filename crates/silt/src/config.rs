@@ -242,6 +242,7 @@ fn tables(v: &toml::Value, out: &mut Vec<String>) -> anyhow::Result<()> {
         let toml::Value::Table(s) = settings else {
             bail!("table {name:?}: expected a section ([table.\"{name}\"])");
         };
+        let (mut enrich, mut columns) = (None, None);
         for (k, v) in s {
             match k.replace('_', "-").as_str() {
                 "parse-field" => {
@@ -249,8 +250,20 @@ fn tables(v: &toml::Value, out: &mut Vec<String>) -> anyhow::Result<()> {
                         out.push(format!("--parse-field={name}:{f}"));
                     }
                 }
-                _ => bail!("table {name:?}: unknown key `{k}` (a table section has parse-field)"),
+                "enrich" => enrich = Some(text_list(v, "enrich")?.join(",")),
+                "enrich-columns" => columns = Some(text_list(v, "enrich-columns")?.join(",")),
+                _ => bail!(
+                    "table {name:?}: unknown key `{k}` (a table section has parse-field, enrich, enrich-columns)"
+                ),
             }
+        }
+        match (enrich, columns) {
+            (Some(e), None) => out.push(format!("--enrich-table={name}={e}")),
+            (Some(e), Some(c)) => out.push(format!("--enrich-table={name}={e}:{c}")),
+            (None, Some(_)) => {
+                bail!("table {name:?}: enrich-columns needs enrich (the attributes)")
+            }
+            (None, None) => {}
         }
     }
     Ok(())
@@ -368,6 +381,35 @@ mod tests {
         assert_eq!(spec.topics[2].table.as_deref(), Some("rasp.netdata"));
         assert!(spec.topics[2].columns.is_some());
         assert!(spec.meta.key && spec.meta.headers && !spec.meta.offset);
+    }
+
+    #[test]
+    fn table_sections_give_their_own_enrichment() {
+        let a = args(
+            "lake = \"l\"\nenrich = \"asn\"\n[table.\"zeek.conn\"]\nenrich = [\"asn\", \"geo\"]\n\
+             [table.\"web.access\"]\nparse-field = \"message=access\"\nenrich = \"geo\"\nenrich-columns = \"client_ip\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(a.enrich.enrich.as_deref(), Some("asn"));
+        let mut own = a.enrich_tables.clone();
+        own.sort();
+        assert_eq!(own, ["web.access=geo:client_ip", "zeek.conn=asn,geo"]);
+        assert_eq!(a.parse_fields, ["web.access:message=access"]);
+        let (t, attrs, cols) = crate::opts::enrich_table(&own[0]).unwrap();
+        assert_eq!(t.to_string(), "web.access");
+        assert_eq!(attrs.to_string(), "geo");
+        assert_eq!(cols.as_deref(), Some("client_ip"));
+        let e = format!(
+            "{:#}",
+            args("[table.\"a.b\"]\nenrich-columns = \"x\"\n", &[]).unwrap_err()
+        );
+        assert!(e.contains("enrich-columns needs enrich"), "{e}");
+        let e = format!(
+            "{:#}",
+            crate::opts::enrich_table("zeek.conn=asn,planet").unwrap_err()
+        );
+        assert!(e.contains("unknown enrichment attribute \"planet\""), "{e}");
     }
 
     #[test]

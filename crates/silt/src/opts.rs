@@ -255,15 +255,45 @@ pub fn enricher(e: &EnrichArgs) -> anyhow::Result<Option<silt_enrich::Enricher>>
             "--enrich {spec} needs databases: --mmdb FILE (GeoLite2/GeoIP2 ASN, Country, City), --ip-ranges FILE.csv, --rdns INDEX"
         )
     })?;
+    Ok(Some(silt_enrich::Enricher::new(
+        enrich_config(attrs, e.enrich_columns.as_deref()),
+        dbs,
+    )?))
+}
+
+/// An enricher's settings: `attrs`, on the comma-separated `columns` when given.
+pub fn enrich_config(
+    attrs: silt_enrich::Attrs,
+    columns: Option<&str>,
+) -> silt_enrich::EnrichConfig {
     let mut cfg = silt_enrich::EnrichConfig::new(attrs);
-    cfg.columns = e.enrich_columns.as_deref().map(|c| {
+    cfg.columns = columns.map(|c| {
         c.split(',')
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .map(str::to_string)
             .collect()
     });
-    Ok(Some(silt_enrich::Enricher::new(cfg, dbs)?))
+    cfg
+}
+
+/// `--enrich-table TABLE=ATTRS[:COLUMNS]`.
+pub fn enrich_table(spec: &str) -> anyhow::Result<(TableName, silt_enrich::Attrs, Option<String>)> {
+    let usage = || {
+        format!("--enrich-table {spec:?}: give TABLE=ATTRS[:COLUMNS], e.g. zeek.conn=asn,geo or web.access=geo:client_ip")
+    };
+    let (t, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| anyhow::anyhow!(usage()))?;
+    let table = TableName::parse(t.trim()).ok_or_else(|| anyhow::anyhow!(usage()))?;
+    let (attrs, columns) = match rest.split_once(':') {
+        Some((a, c)) => (a, Some(c.to_string())),
+        None => (rest, None),
+    };
+    let attrs = attrs
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--enrich-table {spec:?}: {e:#}"))?;
+    Ok((table, attrs, columns))
 }
 
 /// Retention windows from `TABLE=DURATION` specs (`silt retain --table`, `silt serve

@@ -242,11 +242,12 @@ fn generated_sflow_and_rdns_feed_the_importer_and_the_index() {
     assert_eq!(q[0]["name"], name);
 }
 
-/// `silt serve --enrich asn`: SIGHUP opens the databases again while a client keeps sending
-/// with acknowledgements. Rows decoded before the reload carry the old AS, rows after it the
+/// `silt serve --enrich asn --enrich-table …`: SIGHUP opens the databases again while a client
+/// keeps sending with acknowledgements. Rows decoded before the reload carry the old AS, rows after it the
 /// new one, and the SQL functions answer from the new set; a reload that cannot open its files
 /// is refused and the old set stays. Ingest never stops: every acknowledged event is in the lake
-/// once, enriched.
+/// once, enriched. A table with an enrichment of its own gets only that, from the same (reloaded)
+/// databases.
 #[test]
 fn enrichment_databases_reload_at_sighup_while_ingest_goes_on() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -278,6 +279,9 @@ fn enrichment_databases_reload_at_sighup_while_ingest_goes_on() {
             "src_ip",
             "--ip-ranges",
             p(&ranges),
+            // A table of its own enrichment instead of --enrich's, on the same databases.
+            "--enrich-table",
+            "app.peers=asn:peer_ip",
         ],
         Some(log_tx),
     );
@@ -338,6 +342,28 @@ fn enrichment_databases_reload_at_sighup_while_ingest_goes_on() {
     wait_for("rows after the reload", &|| {
         acked.load(Ordering::Relaxed) >= at_reload + 200
     });
+    // The table with its own enrichment: only its column, and the reloaded set.
+    let r = agent
+        .post(&format!("{addr}/v1/ingest/app.peers"))
+        .header("Content-Type", "application/x-ndjson")
+        .send(&b"{\"peer_ip\":\"10.9.9.9\",\"src_ip\":\"10.1.2.3\"}\n"[..])
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    wait_for("app.peers", &|| {
+        agent
+            .post(&format!("{addr}/v1/query?format=csv"))
+            .send("SELECT count(*) FROM app.peers")
+            .is_ok_and(|mut r| {
+                r.body_mut()
+                    .read_to_string()
+                    .unwrap_or_default()
+                    .ends_with("1\n")
+            })
+    });
+    let peers = query("SELECT * FROM app.peers");
+    assert_eq!(peers[0]["peer_asn"], 200, "{peers:?}");
+    assert_eq!(peers[0]["peer_as_org"], "Second Org", "{peers:?}");
+    assert!(peers[0].get("src_asn").is_none(), "{peers:?}");
     // The file is gone for a moment: that reload is refused, the second set stays.
     std::fs::remove_file(&ranges).unwrap();
     common::signal(&child, "-HUP");

@@ -143,13 +143,49 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     cfg.transforms = transforms;
     // --enrich applies to every table; the same databases answer asn(), rdns(), ... in queries.
-    // SIGHUP opens the same files again (replace a database file by renaming the new one over
-    // it) and swaps the new set in for both.
-    if let Some(e) = crate::opts::enricher(&a.enrich)? {
-        cfg.lookups = Some(e.handle());
-        cfg.all_tables.push(Box::new(e));
-    } else if let Some(dbs) = crate::opts::databases(&a.enrich.lookup)? {
-        cfg.lookups = Some(silt_enrich::EnrichHandle::standalone(dbs));
+    // --enrich-table replaces --enrich for its table. One set of databases serves them all and
+    // the SQL functions; SIGHUP opens the same files again (replace a database file by renaming
+    // the new one over it) and swaps the new set in for every one of them.
+    let own: Vec<_> = a
+        .enrich_tables
+        .iter()
+        .map(|s| crate::opts::enrich_table(s))
+        .collect::<anyhow::Result<_>>()?;
+    let global: Option<silt_enrich::Attrs> =
+        a.enrich.enrich.as_deref().map(str::parse).transpose()?;
+    let dbs = crate::opts::databases(&a.enrich.lookup)?;
+    match (global, dbs) {
+        (None, dbs) if own.is_empty() => {
+            cfg.lookups = dbs.map(silt_enrich::EnrichHandle::standalone);
+        }
+        (_, None) => anyhow::bail!(
+            "--enrich and --enrich-table need databases: --mmdb FILE (GeoLite2/GeoIP2 ASN, Country, City), --ip-ranges FILE.csv, --rdns INDEX"
+        ),
+        (global, Some(dbs)) => {
+            let all = own
+                .iter()
+                .map(|(_, a, _)| *a)
+                .chain(global)
+                .fold(silt_enrich::Attrs::default(), silt_enrich::Attrs::union);
+            let handle = silt_enrich::EnrichHandle::new(all, dbs)?;
+            if let Some(g) = global {
+                let c = crate::opts::enrich_config(g, a.enrich.enrich_columns.as_deref());
+                cfg.all_tables
+                    .push(Box::new(silt_enrich::Enricher::sharing(c, &handle)?));
+            }
+            for (table, attrs, columns) in own {
+                let c = crate::opts::enrich_config(attrs, columns.as_deref());
+                anyhow::ensure!(
+                    cfg.all_tables_except.insert(table.clone()),
+                    "--enrich-table names {table} twice"
+                );
+                cfg.transforms
+                    .entry(table)
+                    .or_default()
+                    .push(Box::new(silt_enrich::Enricher::sharing(c, &handle)?));
+            }
+            cfg.lookups = Some(handle);
+        }
     }
     if cfg.lookups.is_some() {
         let lookup = a.enrich.lookup.clone();
