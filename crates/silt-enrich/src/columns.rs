@@ -8,7 +8,10 @@
 //!
 //! Default columns: every string column (Utf8, LargeUtf8 or Utf8View), at top level or inside
 //! structs, whose field metadata `silt.source_type` is `addr`, or whose last name segment is
-//! one of [`ADDRESS_NAMES`].
+//! one of [`ADDRESS_NAMES`]; and every list of strings whose metadata says `set[addr]` or
+//! `vector[addr]` (Zeek's `files.tx_hosts`, `smtp.path`), whose new columns are lists of the
+//! same shape (`tx_hosts_asn`: one ASN per address). `--enrich-columns` may name any string or
+//! list-of-strings column.
 
 use arrow::datatypes::{DataType, Field, Fields};
 use silt_core::meta::SOURCE_TYPE;
@@ -53,11 +56,21 @@ pub(crate) fn is_string(dt: &DataType) -> bool {
 }
 
 /// True when `f` (a string column) looks like an address column by default.
+/// A list of strings (Zeek's `set[addr]`, `vector[addr]`).
+pub(crate) fn is_string_list(dt: &DataType) -> bool {
+    matches!(dt, DataType::List(f) | DataType::LargeList(f) if is_string(f.data_type()))
+}
+
 pub fn is_address_field(f: &Field) -> bool {
+    let source_type = f.metadata().get(SOURCE_TYPE).map(String::as_str);
+    if is_string_list(f.data_type()) {
+        // A list is enriched by default only when its reader says it holds addresses.
+        return matches!(source_type, Some("set[addr]" | "vector[addr]"));
+    }
     if !is_string(f.data_type()) {
         return false;
     }
-    if f.metadata().get(SOURCE_TYPE).is_some_and(|t| t == "addr") {
+    if source_type == Some("addr") {
         return true;
     }
     let last = f.name().rsplit('.').next().unwrap_or(f.name());
@@ -73,6 +86,8 @@ pub struct ColumnPath {
     pub display: String,
     /// The leaf field's own name.
     pub leaf: String,
+    /// The leaf is a list of addresses: each new column is a list of the same shape.
+    pub list: bool,
 }
 
 /// Every default address column of `fields`, in schema order (depth first).
@@ -104,6 +119,7 @@ fn walk(
             children: children.clone(),
             display,
             leaf: f.name().clone(),
+            list: is_string_list(f.data_type()),
         }),
         _ => {}
     }
@@ -113,12 +129,13 @@ fn walk(
 /// then as a dotted path into structs. `Ok(None)` when the table has no such column;
 /// `Err` when it exists but is not a string column.
 pub fn resolve_column(fields: &Fields, name: &str) -> Result<Option<ColumnPath>, String> {
-    let check = |f: &Field, p: ColumnPath| {
-        if is_string(f.data_type()) {
+    let check = |f: &Field, mut p: ColumnPath| {
+        p.list = is_string_list(f.data_type());
+        if is_string(f.data_type()) || p.list {
             Ok(Some(p))
         } else {
             Err(format!(
-                "column {name:?} is {}, not a string column of addresses",
+                "column {name:?} is {}, not a string column (or list of strings) of addresses",
                 f.data_type()
             ))
         }
@@ -131,6 +148,7 @@ pub fn resolve_column(fields: &Fields, name: &str) -> Result<Option<ColumnPath>,
                 children: Vec::new(),
                 display: name.to_string(),
                 leaf: f.name().clone(),
+                list: false,
             },
         );
     }
@@ -165,6 +183,7 @@ pub fn resolve_column(fields: &Fields, name: &str) -> Result<Option<ColumnPath>,
                     children: acc,
                     display: name.to_string(),
                     leaf: f.name().clone(),
+                    list: false,
                 },
             )
         }

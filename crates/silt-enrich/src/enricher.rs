@@ -20,8 +20,8 @@ use std::sync::{Arc, RwLock};
 use anyhow::{anyhow, bail, Context};
 use arrow::array::builder::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayAccessor, ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray,
-    UInt32Array,
+    Array, ArrayAccessor, ArrayRef, AsArray, ListArray, RecordBatch, RecordBatchOptions,
+    StringArray, UInt32Array,
 };
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
@@ -644,9 +644,13 @@ impl Enricher {
                         SOURCE_TYPE.to_string(),
                         k.source_type().to_string(),
                     )]);
+                    let dt = if tg.path.list {
+                        DataType::List(Arc::new(Field::new_list_field(k.data_type(), true)))
+                    } else {
+                        k.data_type()
+                    };
                     out_fields.push(Arc::new(
-                        Field::new(format!("{prefix}{}", k.suffix()), k.data_type(), true)
-                            .with_metadata(md),
+                        Field::new(format!("{prefix}{}", k.suffix()), dt, true).with_metadata(md),
                     ));
                 }
             }
@@ -1043,6 +1047,34 @@ impl Transform for Enricher {
         let mut outputs: Vec<Vec<ArrayRef>> = Vec::with_capacity(plan.targets.len());
         for t in &plan.targets {
             let (arr, nulls) = column_at(&batch, &t.path);
+            // A list of addresses: its elements are enriched like a column, and each new column
+            // gets the list's offsets and nulls.
+            let (arr, nulls, lists) = match arr.data_type() {
+                DataType::List(_) => {
+                    let l = arr.as_list::<i32>();
+                    let offsets = l.offsets().clone();
+                    let (values, vnulls) = (l.values().clone(), l.values().logical_nulls());
+                    (values, vnulls, Some((offsets, nulls)))
+                }
+                DataType::LargeList(_) => {
+                    let l = arr.as_list::<i64>();
+                    let offsets = OffsetBuffer::new(ScalarBuffer::from(
+                        l.offsets()
+                            .iter()
+                            .map(|&o| i32::try_from(o))
+                            .collect::<Result<Vec<i32>, _>>()
+                            .map_err(|_| {
+                                anyhow!(
+                                    "enrich {table}: list column {} is over 2^31 elements",
+                                    t.path.display
+                                )
+                            })?,
+                    ));
+                    let (values, vnulls) = (l.values().clone(), l.values().logical_nulls());
+                    (values, vnulls, Some((offsets, nulls)))
+                }
+                _ => (arr, nulls, None),
+            };
             match arr.data_type() {
                 DataType::Utf8 => scan(arr.as_string::<i32>(), nulls.as_ref(), st, stats),
                 DataType::LargeUtf8 => scan(arr.as_string::<i64>(), nulls.as_ref(), st, stats),
@@ -1061,7 +1093,21 @@ impl Transform for Enricher {
                     stats.found[2] += u64::from((f >> 2) & 1);
                 }
             }
-            let cols = build_all(&st.row_slots, &st.slots, &st.strings, &t.kinds)?;
+            let mut cols = build_all(&st.row_slots, &st.slots, &st.strings, &t.kinds)?;
+            if let Some((offsets, list_nulls)) = lists {
+                cols = cols
+                    .into_iter()
+                    .map(|c| -> anyhow::Result<ArrayRef> {
+                        let item = Arc::new(Field::new_list_field(c.data_type().clone(), true));
+                        Ok(Arc::new(ListArray::try_new(
+                            item,
+                            offsets.clone(),
+                            c,
+                            list_nulls.clone(),
+                        )?))
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+            }
             outputs.push(cols);
         }
         let columns: Vec<ArrayRef> = plan

@@ -771,3 +771,72 @@ fn enrichers_sharing_a_handle_are_reloaded_together() {
     assert_eq!((asn_of(&mut a), asn_of(&mut b)), (64501, 64501));
     assert_eq!(h.reloads(), 1);
 }
+
+/// Lists of addresses (Zeek's `set[addr]`): enriched by default when the reader says so, each
+/// new column a list of the same shape (nulls and empty lists kept, one value per address).
+#[test]
+fn lists_of_addresses_get_lists_of_the_same_shape() {
+    use arrow::array::{ListArray, ListBuilder, StringBuilder};
+    let Some(d) = dbs(false) else { return };
+    let mut b = ListBuilder::new(StringBuilder::new());
+    b.values().append_value("1.128.0.1");
+    b.values().append_value("not-an-ip");
+    b.values().append_null();
+    b.append(true);
+    b.append(false);
+    b.append(true);
+    b.values().append_value("81.2.69.142");
+    b.append(true);
+    let list = b.finish();
+    let md = HashMap::from([(SOURCE_TYPE.to_string(), "set[addr]".to_string())]);
+    let plain = Field::new("conn_uids", list.data_type().clone(), true);
+    let schema = Schema::new(vec![
+        Field::new("tx_hosts", list.data_type().clone(), true).with_metadata(md),
+        plain,
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(list.clone()), Arc::new(list)],
+    )
+    .unwrap();
+    let mut e = Enricher::new(EnrichConfig::new("asn,geo".parse().unwrap()), d).unwrap();
+    let t = TableName::new("zeek", "files");
+    let out = e.apply(&t, batch.clone()).unwrap();
+    // Only the list its reader marks as addresses, by default.
+    assert_eq!(
+        names_of(&out),
+        [
+            "tx_hosts",
+            "tx_hosts_asn",
+            "tx_hosts_as_org",
+            "tx_hosts_country",
+            "conn_uids"
+        ]
+    );
+    let asn = out.column_by_name("tx_hosts_asn").unwrap();
+    let asn: &ListArray = asn.as_list::<i32>();
+    assert_eq!(asn.len(), 4);
+    assert!(asn.is_null(1));
+    assert_eq!(asn.value_length(2), 0);
+    let first = asn.value(0);
+    let first = first.as_primitive::<UInt32Type>();
+    assert_eq!(
+        (
+            first.len(),
+            first.value(0),
+            first.is_null(1),
+            first.is_null(2)
+        ),
+        (3, 1221, true, true)
+    );
+    let country = out.column_by_name("tx_hosts_country").unwrap();
+    let last = country.as_list::<i32>().value(3);
+    assert_eq!(last.as_string::<i32>().value(0), "GB");
+    // Named explicitly, any list of strings is enriched.
+    let mut cfg = EnrichConfig::new("asn".parse().unwrap());
+    cfg.columns = Some(vec!["conn_uids".into()]);
+    let mut e = Enricher::new(cfg, dbs(false).unwrap()).unwrap();
+    let out = e.apply(&t, batch).unwrap();
+    assert!(out.column_by_name("conn_uids_asn").is_some());
+    assert!(out.column_by_name("tx_hosts_asn").is_none());
+}
