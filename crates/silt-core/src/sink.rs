@@ -48,9 +48,10 @@ pub trait Sink: Emit + Send {
     }
 
     /// A sink that commits in the background ([`Committed::Started`]): the last hand-over that
-    /// is durable, waiting up to `wait` for hand-over `n` when given. Others have none.
-    fn settled(&mut self, _wait: Option<(u64, Duration)>) -> u64 {
-        0
+    /// is durable, waiting up to `wait` for hand-over `n` when given; an error when the rest
+    /// can never become durable (its writer stopped). Others have none.
+    fn settled(&mut self, _wait: Option<(u64, Duration)>) -> anyhow::Result<u64> {
+        Ok(0)
     }
 
     /// A checkpoint placed after the data received so far (the sink may record where its data

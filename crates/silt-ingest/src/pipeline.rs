@@ -314,21 +314,28 @@ impl Acks {
     }
 
     /// Acknowledges the background commits the sink has finished; with `wait`, waits for all
-    /// of them.
-    fn settle(&mut self, sink: &mut dyn Sink, wait: bool, ack: &mut dyn FnMut(Checkpoint)) {
+    /// of them (for as long as the sink's writer works at them: a writer that retries is
+    /// waited for, one that stopped is an error).
+    fn settle(
+        &mut self,
+        sink: &mut dyn Sink,
+        wait: bool,
+        ack: &mut dyn FnMut(Checkpoint),
+    ) -> anyhow::Result<()> {
         while let Some(&(n, _)) = self.in_flight.front() {
-            let done = sink.settled(wait.then_some((n, Duration::from_secs(1))));
+            let done = sink.settled(wait.then_some((n, Duration::from_secs(1))))?;
             if done < n {
                 if wait {
                     continue;
                 }
-                return;
+                return Ok(());
             }
             while self.in_flight.front().is_some_and(|(m, _)| *m <= done) {
                 let (_, cs) = self.in_flight.pop_front().expect("just seen");
                 cs.into_iter().for_each(&mut *ack);
             }
         }
+        Ok(())
     }
 }
 
@@ -420,7 +427,7 @@ impl Pipeline {
         if self.final_commit {
             acks.commit(sink, &mut commits, &mut ack)?;
         }
-        acks.settle(sink, true, &mut ack);
+        acks.settle(sink, true, &mut ack)?;
         report.commits += commits.commits;
         report.formats = decoders.formats_used.lock().expect("not poisoned").clone();
         report
@@ -510,7 +517,7 @@ impl Pipeline {
                     next_commit = Some(Instant::now() + every);
                 }
             }
-            acks.settle(sink, false, &mut ack);
+            acks.settle(sink, false, &mut ack)?;
         }
         report.acknowledged.extend(acknowledged);
         Ok(())
@@ -615,11 +622,11 @@ mod tests {
         fn wants_commit(&mut self) -> bool {
             !self.since_checkpoint && self.seen > 0
         }
-        fn settled(&mut self, wait: Option<(u64, Duration)>) -> u64 {
+        fn settled(&mut self, wait: Option<(u64, Duration)>) -> anyhow::Result<u64> {
             if let Some((n, _)) = wait {
                 self.settle(n);
             }
-            self.durable_handover
+            Ok(self.durable_handover)
         }
         fn checkpoint(&mut self, c: &Checkpoint) {
             self.seen = c.position;

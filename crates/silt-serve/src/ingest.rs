@@ -184,36 +184,56 @@ impl Generation {
     }
 }
 
-/// The last generation in the lake, which the flush thread raises and the sink waits on.
+/// The last generation in the lake, which the flush thread raises and the sink waits on; and
+/// whether the flush thread has stopped (then nothing more will be).
 #[derive(Default)]
 struct Settled {
-    upto: Mutex<u64>,
+    upto: Mutex<(u64, bool)>,
     changed: Condvar,
 }
 
 impl Settled {
     fn set(&self, id: u64) {
-        *self.upto.lock().expect("not poisoned") = id;
+        self.upto.lock().unwrap_or_else(|e| e.into_inner()).0 = id;
         self.changed.notify_all();
     }
 
-    fn wait(&self, id: Option<(u64, Duration)>) -> u64 {
-        let g = self.upto.lock().expect("not poisoned");
-        match id {
+    fn stopped(&self) {
+        self.upto.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self, id: Option<(u64, Duration)>) -> anyhow::Result<u64> {
+        let g = self.upto.lock().unwrap_or_else(|e| e.into_inner());
+        let (upto, stopped) = match id {
             None => *g,
             Some((id, timeout)) => {
                 *self
                     .changed
-                    .wait_timeout_while(g, timeout, |upto| *upto < id)
-                    .expect("not poisoned")
+                    .wait_timeout_while(g, timeout, |(upto, stopped)| *upto < id && !*stopped)
+                    .unwrap_or_else(|e| e.into_inner())
                     .0
             }
-        }
+        };
+        anyhow::ensure!(
+            !stopped || id.is_none_or(|(id, _)| upto >= id),
+            "the flush thread stopped: log records after generation {upto} stay in the log for the next start"
+        );
+        Ok(upto)
     }
 }
 
-/// A route's `--parse-field`, `--enrich-table` and the server's `--enrich`, as one transform of the pipeline: the
-/// table's own transforms, then every table's. A transform that fails leaves the batch as it
+/// Tells the sink when the flush thread ends, however it ends (a panic included).
+struct StopGuard(Arc<Settled>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.stopped();
+    }
+}
+
+/// A route's `--parse-field`, `--enrich-table` and the server's `--enrich`, as one transform of
+/// the pipeline: the table's own transforms, then every table's. A transform that fails leaves the batch as it
 /// came (rows are never dropped) and the log says why.
 struct RouteTransforms {
     per_table: HashMap<TableName, Vec<Box<dyn Transform>>>,
@@ -300,6 +320,7 @@ pub fn start(
         std::thread::Builder::new()
             .name("silt-serve-flush".into())
             .spawn(move || {
+                let _guard = StopGuard(settled.clone());
                 lower_priority(flush_nice());
                 flush_loop(gen_rx, log, positions, writer, live, settled, stats)
             })?
@@ -515,7 +536,7 @@ impl Sink for LiveSink {
         Ok(Committed::Started(id))
     }
 
-    fn settled(&mut self, wait: Option<(u64, Duration)>) -> u64 {
+    fn settled(&mut self, wait: Option<(u64, Duration)>) -> anyhow::Result<u64> {
         self.settled.wait(wait)
     }
 }
@@ -641,5 +662,30 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(nice(), here);
+    }
+}
+
+#[cfg(test)]
+mod settle_tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_flush_thread_ends_the_wait_with_an_error_but_not_what_it_finished() {
+        let s = Arc::new(Settled::default());
+        s.set(3);
+        assert_eq!(s.wait(Some((3, Duration::from_secs(5)))).unwrap(), 3);
+        assert_eq!(s.wait(Some((4, Duration::from_millis(10)))).unwrap(), 3);
+        let t = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let _guard = StopGuard(s);
+                panic!("the flush thread dies");
+            })
+        };
+        assert!(t.join().is_err());
+        let e = s.wait(Some((4, Duration::from_secs(5)))).unwrap_err();
+        assert!(e.to_string().contains("flush thread stopped"), "{e}");
+        assert_eq!(s.wait(Some((3, Duration::from_secs(5)))).unwrap(), 3);
+        assert_eq!(s.wait(None).unwrap(), 3);
     }
 }
