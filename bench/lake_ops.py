@@ -116,7 +116,7 @@ def queries(lake, tables):
     """(name, silt SQL, DuckDB SQL) over docker.nginx0: the window is the middle third of the
     run's event times, the needle a client address of the data."""
     t = "docker.nginx0"
-    g = f"read_parquet('{lake}/{t}/**/*.parquet', hive_partitioning = true, union_by_name = true)"
+    g = f"read_parquet('{data_glob(lake, t)}', hive_partitioning = true, union_by_name = true)"
     return [
         ("count in a window",
          f"SELECT count(*) AS n FROM {t} WHERE time >= TIMESTAMP '{{lo}}' AND time < TIMESTAMP '{{hi}}'",
@@ -128,6 +128,20 @@ def queries(lake, tables):
          f"SELECT count(*) AS n FROM {t} WHERE remote_addr = '{{addr}}'",
          f"SELECT count(*) AS n FROM {g} WHERE remote_addr = '{{addr}}'"),
     ]
+
+
+def data_glob(lake, t):
+    """The glob of table t's data files: through its partition directories (dt=*/hour=*/,
+    month=*/, none), not `**`, which would also take a Delta table's Parquet checkpoints in
+    _delta_log/."""
+    tdir = os.path.join(lake, t)
+    for root, dirs, files in os.walk(tdir):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        if any(f.endswith(".parquet") for f in files):
+            rel = os.path.relpath(root, tdir)
+            keys = [] if rel == "." else [p.split("=", 1)[0] for p in rel.split(os.sep)]
+            return os.path.join(tdir, *["%s=*" % k for k in keys], "*.parquet")
+    return os.path.join(tdir, "**", "*.parquet")
 
 
 def duck(py, sql):
@@ -171,7 +185,7 @@ def fingerprint(silt, lake):
 
 
 def duck_fingerprint(py, lake):
-    _, rows = duck(py, f"SELECT count(*), sum(bytes) FROM read_parquet('{lake}/docker.nginx0/**/*.parquet', hive_partitioning = true, union_by_name = true)")
+    _, rows = duck(py, f"SELECT count(*), sum(bytes) FROM read_parquet('{data_glob(lake, 'docker.nginx0')}', hive_partitioning = true, union_by_name = true)")
     return int(rows[0][0]), int(float(rows[0][1] or 0))
 
 

@@ -744,7 +744,10 @@ def check_table(args, info, silt, duck, spark, report, trino=None):
                     pkeys.append(k)
 
     # sources
-    glob = os.path.join(os.path.abspath(tdir), "**", "*.parquet")
+    # A Delta table's _delta_log/ holds Parquet checkpoints: name the partition directories
+    # rather than descend everywhere.
+    glob = (os.path.join(os.path.abspath(tdir), *["%s=*" % k for k in pkeys], "*.parquet")
+            if is_delta(tdir) else os.path.join(os.path.abspath(tdir), "**", "*.parquet"))
     duck_src = "read_parquet(%s, hive_partitioning = true, union_by_name = true)" % q_str(glob)
     view = "src_" + re.sub(r"\W", "_", table)
     duck_ok = spark_ok = True

@@ -415,7 +415,15 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
             if let Some((schema, _)) = name.rsplit_once('.') {
                 let _ = writeln!(s, "CREATE SCHEMA IF NOT EXISTS {};", quote(schema, d));
             }
-            let mut args = vec![literal(&format!("{location}/**/*.parquet"))];
+            // A Delta table's `_delta_log/` holds Parquet checkpoints: its glob names the
+            // partition directories instead of descending everywhere.
+            let glob = if t.delta {
+                let dirs: String = parts.iter().map(|(n, _)| format!("{n}=*/")).collect();
+                format!("{location}/{dirs}*.parquet")
+            } else {
+                format!("{location}/**/*.parquet")
+            };
+            let mut args = vec![literal(&glob)];
             if !parts.is_empty() {
                 args.push("hive_partitioning = true".into());
                 let types: Vec<String> = parts
