@@ -204,6 +204,25 @@ def rss(pid):
     return 0
 
 
+SERIES = ["memory_rows_bytes", "wal_last_seq", "ingest_visible_seq", "flushed_seq", "flush_total",
+          "flush_files_total", "queries_total", "query_seconds_total", "compactions_total"]
+
+
+def metrics(hport):
+    """The server's /metrics named in SERIES ({} if it does not answer within 1 s)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{hport}/metrics", timeout=1) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        name, _, v = line.partition(" ")
+        if name.startswith("silt_") and name[5:] in SERIES:
+            out[name[5:]] = v
+    return out
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
@@ -234,6 +253,8 @@ def main():
                     help="one more argument for `silt serve` (repeat it: --serve-arg=--flush-size --serve-arg=256MiB)")
     ap.add_argument("--keep-lake", action="store_true", help="keep the lake (removed after the run otherwise)")
     ap.add_argument("--trace", help="open loop: write each frame's conn,chunk,scheduled,sent,acked times here (CSV)")
+    ap.add_argument("--series", help="write, every second, the server's RSS and a few of its /metrics here (CSV): "
+                                     "where memory or lag grows over a long run")
     a = ap.parse_args()
     lake = tempfile.mkdtemp(prefix="silt-bench-serve-")
     procs = []
@@ -287,9 +308,18 @@ def run(a, lake, procs):
     fresh_thread = threading.Thread(target=freshness, args=(hport, stop, fresh))
     for t in threads + [fresh_thread]:
         t.start()
+    series = open(a.series, "w") if a.series else None
+    if series:
+        series.write("t,rss_mib," + ",".join(SERIES) + "\n")
     while time.perf_counter() - t0 < a.seconds:
         time.sleep(1)
         samples.append((time.perf_counter() - t0, rss(srv.pid)))
+        if series:
+            m = metrics(hport)
+            series.write(f"{samples[-1][0]:.1f},{samples[-1][1] / 2**20:.0f}," + ",".join(m.get(k, "") for k in SERIES) + "\n")
+            series.flush()
+    if series:
+        series.close()
     stop.set()
     for t in threads + [fresh_thread]:
         t.join()
