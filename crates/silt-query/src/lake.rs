@@ -5,7 +5,12 @@
 //! (`silt_lake::layout`: which directories are tables, which files are data, what `dt=`/`hour=`
 //! and `__HIVE_DEFAULT_PARTITION__` mean), and:
 //! - every file's footer is read for its Arrow schema (Parquet: the embedded `ARROW:schema`),
-//!   its row-group count and, for Parquet, the min/max statistics of the time column.
+//!   its row-group count and, for Parquet, the min/max statistics of the time column and the
+//!   bounds of every flat column ([`FileBounds`], for pruning whole files).
+//!
+//! A server keeps one index for its lifetime and extends it with each flush's files
+//! ([`LakeIndex::with_files`]): tables are shared between index versions, and adding files
+//! costs their footers, not the table's other files.
 //!
 //! A file whose footer cannot be read is left out of its table and reported in
 //! [`LakeIndex::warnings`] (the caller shows them), so one damaged file does not make a whole lake
@@ -26,7 +31,8 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use arrow::array::{Array, TimestampMicrosecondArray};
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
+use datafusion::common::ScalarValue;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::ParquetMetaData;
@@ -77,11 +83,32 @@ pub struct DataFile {
     pub time: TimeBounds,
     /// Bounds of the file's own time column from its Parquet statistics, when complete.
     time_stats: Option<(String, TimeBounds)>,
+    /// Min/max and null counts of the file's flat columns, from its Parquet footer: what lets
+    /// a query skip the file without opening it (`None` for Feather files).
+    pub bounds: Option<Arc<FileBounds>>,
     /// The Parquet footer as read, for a file in an object store (up to [`FOOTERS_KEPT`] bytes
     /// of them per lake): handed to DataFusion's metadata cache so that a scan does not read it
     /// from the store a second time.
     pub footer: Option<Arc<ParquetMetaData>>,
 }
+
+/// What a Parquet file's footer says about its flat columns, over all its row groups: a query
+/// whose filters no row of these bounds can satisfy skips the file before opening it
+/// ([`crate::provider`]), which matters when a table has thousands of small files (a server
+/// between compactions). Only bounds of at most [`BOUND_BYTES`] are kept (long strings such as
+/// user agents prune almost nothing and would make the index large).
+#[derive(Debug)]
+pub struct FileBounds {
+    /// Rows in the file.
+    pub rows: u64,
+    /// By column of the file's schema (same positions): `(min, max, nulls)`, `None` when some
+    /// row group lacks statistics of that column, or for nested columns. `min`/`max` are null
+    /// scalars when the column holds only nulls.
+    pub columns: Vec<Option<(ScalarValue, ScalarValue, u64)>>,
+}
+
+/// Largest min or max (bytes) a [`FileBounds`] keeps.
+pub const BOUND_BYTES: usize = 64;
 
 /// One table: its name, files and unified schema.
 #[derive(Debug, Clone)]
@@ -98,6 +125,11 @@ pub struct TableIndex {
     /// The object store holding the files, for a lake in one ([`silt_lake::remote`]); the
     /// file paths are then below [`RemoteLake::root_path`].
     pub remote: Option<Arc<RemoteLake>>,
+    /// Whether some file is in a `month=` directory (the table then has a `month` column).
+    pub has_month: bool,
+    /// Whether every Parquet file's columns may take predicates inside the Parquet decoder
+    /// against [`Self::file_schema`] ([`crate::adapter::pushdown_safe`]).
+    pub pushdown_safe: bool,
 }
 
 impl TableIndex {
@@ -115,10 +147,14 @@ impl TableIndex {
 }
 
 /// All tables of a lake.
+///
+/// Tables are shared (`Arc`): a server takes a snapshot of the index per query and makes a new
+/// index per flush, so neither may cost time in proportion to the files of the tables it does
+/// not change (a server's lake grows by thousands of files an hour between compactions).
 #[derive(Debug, Clone, Default)]
 pub struct LakeIndex {
     pub root: PathBuf,
-    pub tables: BTreeMap<TableName, TableIndex>,
+    pub tables: BTreeMap<TableName, Arc<TableIndex>>,
     /// Files left out because they could not be read, with the reason.
     pub warnings: Vec<String>,
     /// The object store, for a lake in one (`root` is then its URL).
@@ -177,6 +213,7 @@ impl LakeIndex {
             remote: Some(lake.clone()),
             ..Default::default()
         };
+        let mut kept = 0;
         for (table, mut listed) in by_table {
             listed.sort_by(|a, b| a.0.cmp(&b.0));
             let dir = root.join(table.to_string());
@@ -204,18 +241,17 @@ impl LakeIndex {
                 }
             }
             if let Some(mut t) = assemble_table(table.clone(), &dir, files) {
-                t.remote = Some(lake.clone());
-                index.tables.insert(table, t);
-            }
-        }
-        // Footers beyond the budget are read again by the scan when it needs them.
-        let mut kept = 0;
-        for f in index.tables.values_mut().flat_map(|t| t.files.iter_mut()) {
-            if let Some(md) = &f.footer {
-                kept += md.memory_size();
-                if kept > FOOTERS_KEPT {
-                    f.footer = None;
+                // Footers beyond the budget are read again by the scan when it needs them.
+                for f in &mut t.files {
+                    if let Some(md) = &f.footer {
+                        kept += md.memory_size();
+                        if kept > FOOTERS_KEPT {
+                            f.footer = None;
+                        }
+                    }
                 }
+                t.remote = Some(lake.clone());
+                index.tables.insert(table, Arc::new(t));
             }
         }
         footers.trim();
@@ -235,7 +271,7 @@ impl LakeIndex {
         for table in silt_lake::layout::tables(&root)? {
             let dir = root.join(table.to_string());
             if let Some(t) = scan_table(table.clone(), &dir, &mut index.warnings)? {
-                index.tables.insert(table, t);
+                index.tables.insert(table, Arc::new(t));
             }
         }
         Ok(index)
@@ -297,17 +333,12 @@ impl LakeIndex {
         }
         for (table, new) in added {
             let dir = self.root.join(table.to_string());
-            let mut files: Vec<DataFile> = match out.tables.remove(&table) {
-                Some(t) => t.files,
-                None => Vec::new(),
+            let t = match out.tables.remove(&table) {
+                Some(t) => extend_table(&t, new),
+                None => assemble_table(table.clone(), &dir, new),
             };
-            let fresh: std::collections::HashSet<PathBuf> =
-                new.iter().map(|f| f.path.clone()).collect();
-            files.retain(|f| !fresh.contains(&f.path));
-            files.extend(new);
-            files.sort_by(|a, b| a.path.cmp(&b.path));
-            if let Some(t) = assemble_table(table.clone(), &dir, files) {
-                out.tables.insert(table, t);
+            if let Some(t) = t {
+                out.tables.insert(table, Arc::new(t));
             }
         }
         Ok(out)
@@ -342,7 +373,7 @@ impl LakeIndex {
                 .cloned()
                 .collect();
             if let Some(t) = assemble_table(name.clone(), &t.dir, files) {
-                out.tables.insert(name.clone(), t);
+                out.tables.insert(name.clone(), Arc::new(t));
             }
         }
         out
@@ -351,55 +382,139 @@ impl LakeIndex {
 
 /// A table's index from its readable files: the unified schema (every field nullable), the time
 /// column, and each file's time bounds tightened by its footer statistics. `None` without files.
-fn assemble_table(name: TableName, dir: &Path, mut files: Vec<DataFile>) -> Option<TableIndex> {
-    if files.is_empty() {
-        return None;
+fn assemble_table(name: TableName, dir: &Path, files: Vec<DataFile>) -> Option<TableIndex> {
+    let mut files = files.into_iter();
+    let first = files.next()?;
+    let mut schema = first.schema.as_ref().clone();
+    let files: Vec<DataFile> = std::iter::once(first)
+        .chain(files.inspect(|f| schema = silt_core::schema::unify_schemas(&schema, &f.schema)))
+        .collect();
+    let mut t = TableIndex {
+        name,
+        dir: dir.to_path_buf(),
+        files: Vec::new(),
+        file_schema: Arc::new(nullable_schema(&schema)),
+        time_column: None,
+        remote: None,
+        has_month: false,
+        pushdown_safe: true,
+    };
+    t.time_column = time_column_of(&t.file_schema);
+    t.add_files(files);
+    Some(t)
+}
+
+/// `t` with the data files `new` added (a file at a path `t` has already replaces it): the
+/// schema is `t`'s unified with the new files' only, so adding a flush's files to a table of
+/// thousands costs the new files' footers, not the table's (only a change of the unified schema
+/// makes the per-file facts be worked out again for every file).
+fn extend_table(t: &TableIndex, new: Vec<DataFile>) -> Option<TableIndex> {
+    let fresh: std::collections::HashSet<PathBuf> = new.iter().map(|f| f.path.clone()).collect();
+    if t.files.iter().any(|f| fresh.contains(&f.path)) {
+        // A file read again: its old schema may be what made the unified one.
+        let kept = t.files.iter().filter(|f| !fresh.contains(&f.path));
+        let mut files: Vec<DataFile> = kept.cloned().chain(new).collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        return assemble_table(t.name.clone(), &t.dir, files);
     }
-    let mut schema = Schema::new_with_metadata(Fields::empty(), Default::default());
-    for (i, f) in files.iter().enumerate() {
-        schema = if i == 0 {
-            f.schema.as_ref().clone()
-        } else {
-            silt_core::schema::unify_schemas(&schema, &f.schema)
-        };
+    let mut schema = t.file_schema.as_ref().clone();
+    for f in &new {
+        schema = silt_core::schema::unify_schemas(&schema, &f.schema);
     }
-    let schema = Schema::new_with_metadata(
+    let schema = nullable_schema(&schema);
+    let mut out = TableIndex {
+        name: t.name.clone(),
+        dir: t.dir.clone(),
+        files: Vec::with_capacity(t.files.len() + new.len()),
+        file_schema: t.file_schema.clone(),
+        time_column: t.time_column.clone(),
+        remote: t.remote.clone(),
+        has_month: t.has_month,
+        pushdown_safe: t.pushdown_safe,
+    };
+    if schema != *t.file_schema {
+        out.file_schema = Arc::new(schema);
+        out.time_column = time_column_of(&out.file_schema);
+        out.has_month = false;
+        out.pushdown_safe = true;
+        out.add_files(t.files.to_vec());
+    } else {
+        out.files.extend(t.files.iter().cloned());
+    }
+    out.add_files(new);
+    out.files.sort_by(|a, b| a.path.cmp(&b.path));
+    Some(out)
+}
+
+impl TableIndex {
+    /// Adds `files` (their schemas already unified into [`Self::file_schema`]): each file's time
+    /// bounds tightened by its footer statistics of the time column, and the table-wide facts.
+    fn add_files(&mut self, files: Vec<DataFile>) {
+        let fs = self.file_schema.clone();
+        for mut f in files {
+            // Footer statistics of the time column are tighter than directory bounds (and the
+            // only bounds in the `none` layout); a file without the time column has only null
+            // times.
+            if let Some(tc) = &self.time_column {
+                if f.schema.field_with_name(tc).is_err() {
+                    f.time = TimeBounds::AllNull;
+                } else if let Some((c, b)) = &f.time_stats {
+                    if c == tc {
+                        f.time = *b;
+                    }
+                }
+            }
+            // Files of one table mostly have one schema: share it rather than keep a copy per
+            // file (a server's index holds thousands of files between compactions).
+            if let Some(last) = self.files.last() {
+                if !Arc::ptr_eq(&last.schema, &f.schema) && last.schema == f.schema {
+                    f.schema = last.schema.clone();
+                }
+            }
+            self.has_month |= f.month.is_some();
+            self.pushdown_safe &= f.pushdown_safe(&fs);
+            self.files.push(f);
+        }
+    }
+}
+
+impl DataFile {
+    /// Whether predicates on this file's columns may be evaluated inside the Parquet decoder
+    /// when the table's columns are `table` ([`crate::adapter::pushdown_safe`]; Feather files
+    /// are not decoded by it).
+    pub fn pushdown_safe(&self, table: &Schema) -> bool {
+        self.format != FileFormat::Parquet
+            || self.schema.fields().iter().all(|p| {
+                table
+                    .field_with_name(p.name())
+                    .map(|l| crate::adapter::pushdown_safe(p.data_type(), l.data_type()))
+                    .unwrap_or(true)
+            })
+    }
+}
+
+/// `schema` with every field nullable.
+fn nullable_schema(schema: &Schema) -> Schema {
+    Schema::new_with_metadata(
         schema
             .fields()
             .iter()
             .map(nullable_field)
             .collect::<Vec<_>>(),
         schema.metadata().clone(),
-    );
-    let time_column = silt_core::meta::time_column(&schema)
+    )
+}
+
+/// The event-time column of a table with `schema`: `silt.time_column`, when it is a timestamp.
+fn time_column_of(schema: &Schema) -> Option<String> {
+    silt_core::meta::time_column(schema)
         .filter(|c| {
             schema
                 .field_with_name(c)
                 .map(|f| matches!(f.data_type(), DataType::Timestamp(_, _)))
                 .unwrap_or(false)
         })
-        .map(str::to_string);
-    // Footer statistics of the time column are tighter than directory bounds (and the only
-    // bounds in the `none` layout); a file without the time column has only null times.
-    if let Some(tc) = &time_column {
-        for f in &mut files {
-            if f.schema.field_with_name(tc).is_err() {
-                f.time = TimeBounds::AllNull;
-            } else if let Some((c, b)) = &f.time_stats {
-                if c == tc {
-                    f.time = *b;
-                }
-            }
-        }
-    }
-    Some(TableIndex {
-        name,
-        dir: dir.to_path_buf(),
-        files,
-        file_schema: Arc::new(schema),
-        time_column,
-        remote: None,
-    })
+        .map(str::to_string)
 }
 
 /// Reads the footers of `paths`, on several threads for large tables (footer reads are small
@@ -490,7 +605,7 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
 ) -> anyhow::Result<DataFile> {
     let part = silt_lake::layout::partition_of(table_dir, path);
     let (dt, hour, default) = (part.dt, part.hour, part.null);
-    let (schema, row_groups, time_stats) = match format {
+    let (schema, row_groups, time_stats, bounds) = match format {
         FileFormat::Parquet => {
             let meta = parquet()?;
             let stats = silt_core::meta::time_column(meta.schema()).and_then(|c| {
@@ -503,11 +618,12 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
                 meta.schema().clone(),
                 meta.metadata().num_row_groups(),
                 stats,
+                Some(Arc::new(parquet_bounds(&meta))),
             )
         }
         FileFormat::Feather => {
             let reader = arrow::ipc::reader::FileReader::try_new(feather()?, None)?;
-            (reader.schema(), reader.num_batches(), None)
+            (reader.schema(), reader.num_batches(), None, None)
         }
     };
     let time = if default {
@@ -552,8 +668,107 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
         row_groups,
         time,
         time_stats,
+        bounds,
         footer: None,
     })
+}
+
+/// The [`FileBounds`] of a Parquet file from its footer's row-group statistics.
+fn parquet_bounds(meta: &ArrowReaderMetadata) -> FileBounds {
+    let md = meta.metadata();
+    let rgs = md.row_groups();
+    let rows = rgs.iter().map(|rg| rg.num_rows().max(0) as u64).sum();
+    let columns = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| column_bounds(meta, f, rows).ok().flatten())
+        .collect();
+    FileBounds { rows, columns }
+}
+
+/// `(min, max, nulls)` of the flat column `field` over every row group (see [`FileBounds`]).
+fn column_bounds(
+    meta: &ArrowReaderMetadata,
+    field: &Field,
+    rows: u64,
+) -> anyhow::Result<Option<(ScalarValue, ScalarValue, u64)>> {
+    let t = field.data_type();
+    if !(t.is_primitive()
+        || matches!(
+            t,
+            DataType::Boolean
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::BinaryView
+        ))
+    {
+        return Ok(None);
+    }
+    let md = meta.metadata();
+    let rgs = md.row_groups();
+    let conv = StatisticsConverter::try_new(
+        field.name(),
+        meta.schema(),
+        md.file_metadata().schema_descr(),
+    )?;
+    let (mins, maxes) = (conv.row_group_mins(rgs)?, conv.row_group_maxes(rgs)?);
+    let nulls = conv.row_group_null_counts(rgs)?;
+    let null = ScalarValue::try_from(t)?;
+    let (mut lo, mut hi, mut all_nulls) = (null.clone(), null, 0u64);
+    for (i, rg) in rgs.iter().enumerate() {
+        if !nulls.is_valid(i) {
+            return Ok(None);
+        }
+        let n = nulls.value(i);
+        all_nulls += n;
+        if n == rg.num_rows().max(0) as u64 {
+            continue; // only nulls: no bounds needed
+        }
+        if !mins.is_valid(i) || !maxes.is_valid(i) {
+            return Ok(None);
+        }
+        let (a, b) = (
+            ScalarValue::try_from_array(&mins, i)?,
+            ScalarValue::try_from_array(&maxes, i)?,
+        );
+        if lo.is_null() {
+            (lo, hi) = (a, b);
+            continue;
+        }
+        // Values that do not compare (NaN) leave the column without bounds.
+        match (a.partial_cmp(&lo), b.partial_cmp(&hi)) {
+            (Some(x), Some(y)) => {
+                if x.is_lt() {
+                    lo = a;
+                }
+                if y.is_gt() {
+                    hi = b;
+                }
+            }
+            _ => return Ok(None),
+        }
+    }
+    if all_nulls > rows || bytes_of(&lo) > BOUND_BYTES || bytes_of(&hi) > BOUND_BYTES {
+        return Ok(None);
+    }
+    Ok(Some((lo, hi, all_nulls)))
+}
+
+/// Bytes of a string or binary value (0 for other values).
+fn bytes_of(v: &ScalarValue) -> usize {
+    match v {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => s.len(),
+        ScalarValue::Binary(Some(b))
+        | ScalarValue::LargeBinary(Some(b))
+        | ScalarValue::BinaryView(Some(b)) => b.len(),
+        _ => 0,
+    }
 }
 
 /// Bounds of the time column from a Parquet footer's row-group statistics; `None` when some
@@ -602,4 +817,123 @@ fn parquet_time_bounds(
     } else {
         TimeBounds::Range { lo, hi }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use std::collections::HashMap;
+
+    /// Writes a Parquet file of `rows` rows at `rel` below `root`: `ts` (the time column, in
+    /// hour 17 of 2024-03-24), `x`, and `extra` when asked. Returns its path.
+    fn write(root: &Path, rel: &str, rows: i64, extra: bool) -> PathBuf {
+        let meta = HashMap::from([(silt_core::meta::TIME_COLUMN.to_string(), "ts".to_string())]);
+        let mut fields = vec![
+            Field::new(
+                "ts",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                false,
+            ),
+            Field::new("x", DataType::Int64, false),
+        ];
+        let base = 1_711_299_600_000_000i64;
+        let mut cols: Vec<arrow::array::ArrayRef> = vec![
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values((0..rows).map(|i| base + i))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(Int64Array::from_iter_values(0..rows)),
+        ];
+        if extra {
+            fields.push(Field::new("extra", DataType::Utf8, true));
+            cols.push(Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|i| i.to_string()),
+            )));
+        }
+        let schema = Arc::new(Schema::new_with_metadata(fields, meta));
+        let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), schema, None)
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    /// What a query depends on, per table.
+    fn facts(i: &LakeIndex) -> Vec<String> {
+        i.tables
+            .values()
+            .map(|t| {
+                let files: Vec<String> = t
+                    .files
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{} {:?} {}",
+                            f.path.display(),
+                            f.time,
+                            f.schema.fields().len()
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{} {:?} {:?} month={} pushdown={} {files:?}",
+                    t.name, t.file_schema, t.time_column, t.has_month, t.pushdown_safe
+                )
+            })
+            .collect()
+    }
+
+    /// A server adds each flush's files to its index ([`LakeIndex::with_files`]) without
+    /// re-working the table's other files; the index it ends with is the one a fresh scan of
+    /// the same lake makes: the same files, schema, time bounds and table facts, whether the
+    /// new files have the table's columns, a new one, or replace a file already indexed.
+    #[test]
+    fn adding_files_gives_the_index_a_scan_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let part = "t.a/dt=2024-03-24/hour=17";
+        write(&root, &format!("{part}/a.parquet"), 5, false);
+        write(&root, "t.b/dt=2024-03-24/hour=17/a.parquet", 5, false);
+        let mut index = LakeIndex::scan(&root).unwrap();
+        let untouched = index.tables[&TableName::parse("t.b").unwrap()].clone();
+
+        // Same columns, then a new column, then a file read again, then a new table.
+        let steps = [
+            (format!("{part}/b.parquet"), 3, false),
+            (format!("{part}/0.parquet"), 2, true),
+            (format!("{part}/b.parquet"), 4, true),
+            ("t.c/x.parquet".to_string(), 1, false),
+        ];
+        for (n, (rel, rows, extra)) in steps.iter().enumerate() {
+            let path = write(&root, rel, *rows, *extra);
+            index = index.with_files(&[path]).unwrap();
+            assert_eq!(
+                facts(&index),
+                facts(&LakeIndex::scan(&root).unwrap()),
+                "after step {n}"
+            );
+        }
+        let a = &index.tables[&TableName::parse("t.a").unwrap()];
+        assert_eq!(a.files.len(), 3);
+        assert!(a.file_schema.field_with_name("extra").is_ok());
+        assert_eq!(
+            a.files.iter().map(|f| f.time).collect::<Vec<_>>(),
+            [2, 5, 4]
+                .map(|n| TimeBounds::Range {
+                    lo: 1_711_299_600_000_000,
+                    hi: 1_711_299_600_000_000 + n - 1
+                })
+                .to_vec()
+        );
+        // A table the files did not touch is shared, not copied.
+        assert!(Arc::ptr_eq(
+            &untouched,
+            &index.tables[&TableName::parse("t.b").unwrap()]
+        ));
+    }
 }

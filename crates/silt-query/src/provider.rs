@@ -10,7 +10,10 @@
 //!    ([`crate::timefilter`]) and keeps only files whose partition directories or footer
 //!    statistics may hold such times (files with only null times never match a time predicate);
 //! 2. evaluates filters that use only `dt`/`hour` on each file's partition values;
-//! 3. reads the remaining Parquet files with one `DataSourceExec` (row-group statistics, page
+//! 3. checks all filters against each Parquet file's column bounds from its footer
+//!    ([`crate::lake::FileBounds`]) with DataFusion's pruning logic, and leaves out the files
+//!    no row of which can match, unopened;
+//! 4. reads the remaining Parquet files with one `DataSourceExec` (row-group statistics, page
 //!    index and bloom filters prune further, with the predicates DataFusion pushes into it) and
 //!    the Feather files with one `DataSourceExec` per file schema under a
 //!    [`crate::adapter::ConformExec`]; all under one union.
@@ -33,12 +36,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Date32Array, Int32Array, StringArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Date32Array, Int32Array, StringArray, UInt64Array,
+};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::{project_schema, DFSchema, DataFusionError, Result, ScalarValue};
+use datafusion::common::{project_schema, Column, DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::file_format::FileFormat as _;
 use datafusion::datasource::listing::helpers::expr_applicable_for_cols;
@@ -54,12 +59,13 @@ use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::ObjectMeta;
+use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::adapter::{pushdown_safe, ConformExec, SiltExprAdapterFactory};
-use crate::lake::{DataFile, FileFormat, TableIndex, TimeBounds};
+use crate::adapter::{ConformExec, SiltExprAdapterFactory};
+use crate::lake::{DataFile, FileBounds, FileFormat, TableIndex, TimeBounds};
 use crate::stats::{ScanLog, ScanNote};
 use crate::timefilter::time_range;
 use silt_lake::remote::RemoteLake;
@@ -75,6 +81,9 @@ pub const MONTH: &str = "month";
 #[derive(Debug)]
 pub struct SiltTable {
     index: Arc<TableIndex>,
+    /// The columns of the files (and of the tail): `index`'s unified schema, widened by the
+    /// tail's columns (see [`SiltTable::with_tail`]).
+    file_schema: SchemaRef,
     schema: SchemaRef,
     part_fields: Vec<FieldRef>,
     /// Rows in no file yet, each batch in its own schema (see [`SiltTable::with_tail`]).
@@ -85,15 +94,22 @@ pub struct SiltTable {
 }
 
 impl SiltTable {
+    /// The table of `index`'s files. Costs no time in proportion to the files (a server makes
+    /// one per query): what is known of all files is kept in the index.
     pub fn new(index: Arc<TableIndex>) -> Self {
-        let fs = &index.file_schema;
+        let fs = index.file_schema.clone();
+        Self::with_schema(index, fs)
+    }
+
+    /// The table of `index`'s files read as `file_schema` (the index's own, or a wider one).
+    fn with_schema(index: Arc<TableIndex>, file_schema: SchemaRef) -> Self {
+        let fs = &file_schema;
         // `dt` and `hour` always (null where a file has no such directory), `month` only for
         // tables partitioned by month, so other tables' `SELECT *` stays as it was.
-        let has_month = index.files.iter().any(|f| f.month.is_some());
         let part_fields: Vec<FieldRef> = [
             (DT, DataType::Date32, true),
             (HOUR, DataType::Int32, true),
-            (MONTH, DataType::Utf8, has_month),
+            (MONTH, DataType::Utf8, index.has_month),
         ]
         .into_iter()
         .filter(|(n, _, wanted)| *wanted && fs.field_with_name(n).is_err())
@@ -103,19 +119,16 @@ impl SiltTable {
         let mut fields: Vec<FieldRef> = fs.fields().iter().cloned().collect();
         fields.extend(part_fields.iter().cloned());
         let schema = Arc::new(Schema::new_with_metadata(fields, fs.metadata().clone()));
-        let pushdown_safe = index
-            .files
-            .iter()
-            .filter(|f| f.format == FileFormat::Parquet)
-            .all(|f| {
-                f.schema.fields().iter().all(|p| {
-                    fs.field_with_name(p.name())
-                        .map(|l| pushdown_safe(p.data_type(), l.data_type()))
-                        .unwrap_or(true)
-                })
-            });
+        // The index knows it for its own schema; a wider one (a tail's new column, or a type
+        // widened) is checked file by file.
+        let pushdown_safe = if Arc::ptr_eq(fs, &index.file_schema) || *fs == index.file_schema {
+            index.pushdown_safe
+        } else {
+            index.files.iter().all(|f| f.pushdown_safe(fs))
+        };
         Self {
             index,
+            file_schema,
             schema,
             part_fields,
             tail: Vec::new(),
@@ -136,6 +149,7 @@ impl SiltTable {
         for b in &tail {
             schema = Some(match schema {
                 None => b.schema().as_ref().clone(),
+                Some(s) if s == *b.schema() => s,
                 Some(s) => silt_core::schema::unify_schemas(&s, &b.schema()),
             });
         }
@@ -148,32 +162,26 @@ impl SiltTable {
                 .collect::<Vec<_>>(),
             schema.metadata().clone(),
         ));
-        let index = match index {
-            Some(i) if i.file_schema == schema => i,
-            Some(i) => {
-                let mut t = i.as_ref().clone();
-                t.file_schema = schema;
-                Arc::new(t)
-            }
-            None => {
-                let time_column = silt_core::meta::time_column(&schema)
-                    .filter(|c| {
-                        schema
-                            .field_with_name(c)
-                            .is_ok_and(|f| matches!(f.data_type(), DataType::Timestamp(_, _)))
-                    })
-                    .map(str::to_string);
-                Arc::new(TableIndex {
-                    name: name.clone(),
-                    dir: Default::default(),
-                    files: Vec::new(),
-                    file_schema: schema,
-                    time_column,
-                    remote: None,
+        let index = index.unwrap_or_else(|| {
+            let time_column = silt_core::meta::time_column(&schema)
+                .filter(|c| {
+                    schema
+                        .field_with_name(c)
+                        .is_ok_and(|f| matches!(f.data_type(), DataType::Timestamp(_, _)))
                 })
-            }
-        };
-        let mut t = Self::new(index);
+                .map(str::to_string);
+            Arc::new(TableIndex {
+                name: name.clone(),
+                dir: Default::default(),
+                files: Vec::new(),
+                file_schema: schema.clone(),
+                time_column,
+                remote: None,
+                has_month: false,
+                pushdown_safe: true,
+            })
+        });
+        let mut t = Self::with_schema(index, schema);
         t.tail = tail;
         t
     }
@@ -189,7 +197,7 @@ impl SiltTable {
         projection: Option<&Vec<usize>>,
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let file_schema = self.index.file_schema.clone();
+        let file_schema = self.file_schema.clone();
         let time = self.index.time_column.as_deref();
         let mut batches = Vec::with_capacity(self.tail.len());
         for b in &self.tail {
@@ -208,10 +216,6 @@ impl SiltTable {
         )?
         .with_limit(limit);
         Ok(DataSourceExec::from_data_source(src))
-    }
-
-    pub fn index(&self) -> &TableIndex {
-        &self.index
     }
 
     fn partition_values(&self, f: &DataFile) -> Vec<ScalarValue> {
@@ -260,11 +264,41 @@ impl SiltTable {
                 }
             }
         }
+        if let Some(pred) = conjunction(filters.to_vec()) {
+            // An optimization as well: a predicate the pruner cannot use prunes nothing.
+            let _ = self.prune_by_bounds(state, pred, &mut keep);
+        }
         Ok(files
             .iter()
             .zip(keep)
             .filter_map(|(f, k)| k.then_some(f))
             .collect())
+    }
+
+    /// Takes out of `keep` the files whose [`FileBounds`] (their footers' min/max and null
+    /// counts) show that no row can satisfy `pred`, with DataFusion's own pruning logic (the
+    /// one that skips row groups inside a file): a needle query over thousands of small files
+    /// opens only those that may hold it.
+    fn prune_by_bounds(&self, state: &dyn Session, pred: Expr, keep: &mut [bool]) -> Result<()> {
+        let df_schema = DFSchema::try_from(self.schema.clone())?;
+        let expr = state.create_physical_expr(pred, &df_schema)?;
+        let Some(pruning) = PruningPredicateBuilder::new()
+            .with_file_schema(self.schema.clone())
+            .with_max_in_list_size(state.config_options().execution.parquet.max_in_list_size)
+            .build(expr)
+        else {
+            return Ok(()); // nothing to prune with
+        };
+        let at: Vec<usize> = (0..keep.len()).filter(|&i| keep[i]).collect();
+        let stats = Bounds {
+            files: at.iter().map(|&i| &self.index.files[i]).collect(),
+            schema: &self.schema,
+            partition: &self.part_fields,
+        };
+        for (i, may) in at.into_iter().zip(pruning.prune(&stats)?) {
+            keep[i] &= may;
+        }
+        Ok(())
     }
 
     /// Evaluates `pred` (using only partition columns) once over a batch of every file's
@@ -319,7 +353,7 @@ impl SiltTable {
         projection: Option<&Vec<usize>>,
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let table_schema = TableSchema::builder(self.index.file_schema.clone())
+        let table_schema = TableSchema::builder(self.file_schema.clone())
             .with_table_partition_cols(self.part_fields.clone())
             .build();
         let mut opts = state.table_options().parquet.clone();
@@ -387,6 +421,90 @@ impl SiltTable {
             out.push(Arc::new(ConformExec::new(scan, projected.clone())) as _);
         }
         Ok(out)
+    }
+}
+
+/// The [`FileBounds`] of some files, as DataFusion's pruning reads them: one "container" per
+/// file. A column is known in a file when the file has bounds for it and stores it as the
+/// table's type (a file whose column has another type is read through an adaptation, so its
+/// bounds would not compare), or when the file has no such column (it reads as nulls there);
+/// otherwise it is unknown there, and the file is kept. Partition columns are unknown (they
+/// were pruned by before).
+struct Bounds<'a> {
+    files: Vec<&'a DataFile>,
+    schema: &'a SchemaRef,
+    partition: &'a [FieldRef],
+}
+
+impl Bounds<'_> {
+    /// The column's bounds in each file, `None` where unknown; `None` when unknown in all.
+    fn each<T>(
+        &self,
+        column: &Column,
+        pick: impl Fn(&FileBounds, &(ScalarValue, ScalarValue, u64)) -> T,
+    ) -> Option<(Vec<Option<T>>, DataType)> {
+        if self.partition.iter().any(|p| p.name() == column.name()) {
+            return None;
+        }
+        let t = self.schema.field_with_name(column.name()).ok()?.data_type();
+        let null = ScalarValue::try_from(t).ok()?;
+        let out: Vec<Option<T>> = self
+            .files
+            .iter()
+            .map(|f| {
+                let b = f.bounds.as_deref()?;
+                let Ok(i) = f.schema.index_of(column.name()) else {
+                    return Some(pick(b, &(null.clone(), null.clone(), b.rows)));
+                };
+                if f.schema.field(i).data_type() != t {
+                    return None;
+                }
+                b.columns.get(i)?.as_ref().map(|c| pick(b, c))
+            })
+            .collect();
+        out.iter().any(Option::is_some).then(|| (out, t.clone()))
+    }
+
+    fn values(&self, column: &Column, max: bool) -> Option<ArrayRef> {
+        let (v, t) = self.each(column, |_, (lo, hi, _)| if max { hi } else { lo }.clone())?;
+        let null = ScalarValue::try_from(&t).ok()?;
+        ScalarValue::iter_to_array(v.into_iter().map(|x| x.unwrap_or_else(|| null.clone()))).ok()
+    }
+}
+
+impl PruningStatistics for Bounds<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.values(column, false)
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.values(column, true)
+    }
+
+    fn num_containers(&self) -> usize {
+        self.files.len()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        let (v, _) = self.each(column, |_, (_, _, nulls)| *nulls)?;
+        Some(Arc::new(UInt64Array::from(v)))
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        Some(Arc::new(UInt64Array::from(
+            self.files
+                .iter()
+                .map(|f| f.bounds.as_ref().map(|b| b.rows))
+                .collect::<Vec<_>>(),
+        )))
+    }
+
+    fn contained(
+        &self,
+        _column: &Column,
+        _values: &std::collections::HashSet<ScalarValue>,
+    ) -> Option<BooleanArray> {
+        None
     }
 }
 
@@ -485,7 +603,9 @@ fn tail_partition_column(name: &str, ts: Option<&ArrayRef>, rows: usize) -> Resu
 /// ([`crate::session`] seeds it with footers already read).
 pub(crate) fn object_meta(remote: Option<&RemoteLake>, f: &DataFile) -> Result<ObjectMeta> {
     let location = match remote {
-        None => ObjectPath::from_filesystem_path(&f.path)
+        // Index paths are canonical already (the lake root is canonicalized when it is
+        // scanned): no `realpath` per file per query.
+        None => ObjectPath::from_absolute_path(&f.path)
             .map_err(|e| DataFusionError::External(Box::new(e)))?,
         Some(r) => r
             .key_of(&f.path)

@@ -99,6 +99,39 @@ fn seed_footers(ctx: &SessionContext, index: &LakeIndex) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Parquet footers kept across the sessions of one process (a server opens a session per
+/// query): a query then reads only the footers of files it has not met yet, instead of every
+/// file's again. Lake files are immutable; an entry is checked against the file's size and
+/// modification time, and the least recently used go beyond the budget.
+#[derive(Clone)]
+pub struct SharedFooters(Arc<datafusion::execution::cache::cache_manager::FileMetadataCache>);
+
+impl SharedFooters {
+    /// A cache of at most `bytes` of footers.
+    pub fn new(bytes: usize) -> Self {
+        use datafusion::execution::cache::default_cache::DefaultCache;
+        Self(Arc::new(
+            DefaultCache::new(bytes).with_name("silt shared footers"),
+        ))
+    }
+
+    /// Footers held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no footer is held.
+    pub fn is_empty(&self) -> bool {
+        self.0.len() == 0
+    }
+}
+
+impl std::fmt::Debug for SharedFooters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedFooters({} footers)", self.len())
+    }
+}
+
 /// The session configuration silt uses: pruning by statistics, page index and bloom filters
 /// on, `information_schema` on. Filter pushdown into the Parquet decoder stays off here: it is
 /// a per-table decision ([`crate::provider::SiltTable`]), because a session-wide switch would
@@ -134,27 +167,37 @@ impl SiltSession {
         })
         .await
         .context("lake scan panicked")??;
-        Self::live(Arc::new(index), Default::default(), None)
+        Self::live(Arc::new(index), Default::default(), None, None)
     }
 
     /// A session over a lake already indexed (`index`, kept current by its owner with
     /// [`LakeIndex::with_files`]) and rows in no file yet (`tails`, per table; see
     /// [`SiltTable::with_tail`]): what `silt serve` opens per query, without touching the disk.
     /// With `memory_limit`, operators that buffer (sorts, joins, aggregations) may hold at most
-    /// that many bytes; a query that needs more fails with a message saying so.
+    /// that many bytes; a query that needs more fails with a message saying so. With
+    /// `footers`, Parquet footers are taken from and kept in that cache (see [`SharedFooters`]).
     pub fn live(
         index: Arc<LakeIndex>,
         mut tails: std::collections::BTreeMap<TableName, Vec<RecordBatch>>,
         memory_limit: Option<usize>,
+        footers: Option<&SharedFooters>,
     ) -> anyhow::Result<Self> {
-        let ctx = match memory_limit {
-            None => SessionContext::new_with_config(session_config()),
-            Some(bytes) => {
-                let rt = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
-                    .with_memory_limit(bytes, 1.0)
-                    .build_arc()?;
-                SessionContext::new_with_config_rt(session_config(), rt)
+        let ctx = if memory_limit.is_none() && footers.is_none() {
+            SessionContext::new_with_config(session_config())
+        } else {
+            let mut rt = datafusion::execution::runtime_env::RuntimeEnvBuilder::new();
+            if let Some(bytes) = memory_limit {
+                rt = rt.with_memory_limit(bytes, 1.0);
             }
+            if let Some(f) = footers {
+                use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+                rt = rt.with_cache_manager(
+                    CacheManagerConfig::default()
+                        .with_file_metadata_cache(Some(f.0.clone()))
+                        .with_metadata_cache_limit(f.0.cache_limit()),
+                );
+            }
+            SessionContext::new_with_config_rt(session_config(), rt.build_arc()?)
         };
         ctx.register_udf(crate::cidr::cidr_contains_udf());
         if let Some(r) = &index.remote {
@@ -182,7 +225,7 @@ impl SiltSession {
                     s
                 }
             };
-            let files = index.tables.get(&name).map(|t| Arc::new(t.clone()));
+            let files = index.tables.get(&name).cloned();
             let table = match tails.remove(&name) {
                 Some(tail) if !tail.is_empty() => SiltTable::with_tail(name.clone(), files, tail),
                 _ => match files {
@@ -453,6 +496,39 @@ mod tests {
         out
     }
 
+    /// Sessions given one [`SharedFooters`] (a server's, one session per query) read each
+    /// file's footer once: the second query finds the first's footers, and adds none.
+    #[test]
+    fn sessions_share_the_footers_they_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in 1..=3 {
+            let p = dir.path().join(format!("t.a/dt=2024-01-0{d}/f.parquet"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, parquet(d * 10..d * 10 + 5)).unwrap();
+        }
+        let index = Arc::new(LakeIndex::scan(dir.path()).unwrap());
+        let footers = SharedFooters::new(1 << 20);
+        let rt = runtime().unwrap();
+        for round in 0..2 {
+            let session =
+                SiltSession::live(index.clone(), Default::default(), None, Some(&footers)).unwrap();
+            let r = rt
+                .block_on(session.query("SELECT sum(x) FROM t.a WHERE x % 2 = 0"))
+                .unwrap();
+            assert_eq!(
+                r.batches[0].column(0).as_primitive::<Int64Type>().value(0),
+                [10, 12, 14, 20, 22, 24, 30, 32, 34].iter().sum::<i64>()
+            );
+            assert_eq!(footers.len(), 3, "after query {round}");
+            let own = session
+                .context()
+                .runtime_env()
+                .cache_manager
+                .get_file_metadata_cache();
+            assert_eq!(own.len(), 3);
+        }
+    }
+
     /// The footers a remote scan read reach DataFusion: after the scan, every footer in the store
     /// is overwritten with garbage of the same length, and the query still reads the files (it
     /// would fail to decode them had it read the footers again).
@@ -488,7 +564,7 @@ mod tests {
             bytes[n - 8 - len..n - 8].fill(0xff);
             lake.put(rel, bytes).unwrap();
         }
-        let session = SiltSession::live(Arc::new(index), Default::default(), None).unwrap();
+        let session = SiltSession::live(Arc::new(index), Default::default(), None, None).unwrap();
         let cached = session
             .context()
             .runtime_env()

@@ -179,7 +179,7 @@ impl fmt::Display for ScanStats {
         writeln!(f, "tables:      {tables}")?;
         writeln!(
             f,
-            "files:       {} of {} scanned ({} pruned by time/partition, {} opened but not read: statistics, bloom filters or LIMIT)",
+            "files:       {} of {} scanned ({} pruned unopened: time, partition or file bounds; {} opened but not read: statistics, bloom filters or LIMIT)",
             self.files_scanned,
             self.files_total,
             self.files_total - self.files_selected.min(self.files_total),

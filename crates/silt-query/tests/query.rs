@@ -187,10 +187,11 @@ async fn bloom_filter_finds_needles() {
     let r = q(&s, "SELECT uid, ts FROM zeek.dns WHERE uid = 'H18U100'").await;
     assert_eq!(csv(&r), "uid,ts\nH18U100,2018-03-24T18:02:30.000000Z\n");
     let st = &r.stats;
-    // The other two files' uids sort entirely below/above the needle: statistics prune their
-    // 20 row groups; in the 18:00 file every row group's min/max spans the needle, so only
-    // the bloom filters can drop 9 of its 10.
-    assert_eq!(st.row_groups_pruned_statistics, 20, "{st}");
+    // The other two files' uids sort entirely below/above the needle: their footer bounds
+    // leave them out unopened; in the 18:00 file every row group's min/max spans the needle,
+    // so only the bloom filters can drop 9 of its 10.
+    assert_eq!(st.files_selected, 1, "{st}");
+    assert_eq!(st.row_groups_pruned_statistics, 0, "{st}");
     assert_eq!(st.row_groups_pruned_bloom_filter, 9, "{st}");
     assert_eq!(st.row_groups_scanned, 1, "{st}");
     assert_eq!(st.files_scanned, 1, "{st}");
@@ -198,10 +199,22 @@ async fn bloom_filter_finds_needles() {
     // Absent (odd numbers never occur): nothing read past the filters.
     let r = q(&s, "SELECT count(*) FROM zeek.dns WHERE uid = 'H18U101'").await;
     assert_eq!(csv(&r), "count(*)\n0\n");
-    assert_eq!(r.stats.row_groups_pruned_statistics, 20);
+    assert_eq!(r.stats.files_selected, 1);
     assert_eq!(r.stats.row_groups_pruned_bloom_filter, 10);
     assert_eq!(r.stats.row_groups_scanned, 0);
     assert_eq!(r.stats.files_scanned, 0);
+
+    // Ranges and disjunctions prune by the bounds too (the file of hour H holds uids HhhU*).
+    let r = q(&s, "SELECT count(*) FROM zeek.dns WHERE uid < 'H18'").await;
+    assert_eq!(csv(&r), "count(*)\n100\n");
+    assert_eq!(r.stats.files_selected, 1, "{}", r.stats);
+    let r = q(
+        &s,
+        "SELECT count(*) FROM zeek.dns WHERE uid < 'H18' OR uid > 'H19'",
+    )
+    .await;
+    assert_eq!(csv(&r), "count(*)\n200\n");
+    assert_eq!(r.stats.files_selected, 2, "{}", r.stats);
 }
 
 #[tokio::test]
@@ -239,9 +252,11 @@ async fn null_time_partition_is_pruned_by_time_predicates_only() {
     .await;
     assert_eq!(csv(&r), "count(*)\n9\n");
     assert_eq!((r.stats.files_total, r.stats.files_selected), (4, 3));
+    // Only one file has null times (the others' footers count none): the others are left out
+    // by their bounds, not by the time predicate.
     let r = q(&s, "SELECT uid FROM zeek.conn WHERE ts IS NULL").await;
     assert_eq!(csv(&r), "uid\nC10\n");
-    assert_eq!(r.stats.files_selected, 4);
+    assert_eq!(r.stats.files_selected, 1);
     // now() - interval is folded before the scan sees it: nothing in the future.
     let r = q(
         &s,
@@ -587,4 +602,78 @@ async fn queries_are_read_only_unless_writing_is_allowed() {
         .query("CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'")
         .await
         .is_err());
+}
+
+/// Files are left out by their footer bounds only where the bounds speak for the table's type:
+/// a file storing a column as another type (unified to the table's), a file without the
+/// column, and files with only nulls in it are all answered right, and the needles still find
+/// their file.
+#[tokio::test]
+async fn file_bounds_prune_only_what_cannot_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = |cols: Vec<(&str, ArrayRef)>| {
+        let fields: Vec<Field> = cols
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            cols.into_iter().map(|(_, a)| a).collect(),
+        )
+        .unwrap()
+    };
+    let name = |v: &[&str]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+    let files: Vec<(&str, RecordBatch)> = vec![
+        // x as Int32 here, Int64 elsewhere: the table's x is Int64.
+        (
+            "a",
+            batch(vec![
+                ("x", Arc::new(arrow::array::Int32Array::from(vec![1, 2, 3]))),
+                ("n", name(&["a1", "a2", "a3"])),
+            ]),
+        ),
+        (
+            "b",
+            batch(vec![
+                ("x", Arc::new(Int64Array::from(vec![100, 101, 102]))),
+                ("n", name(&["b1", "b2", "b3"])),
+            ]),
+        ),
+        // No x at all.
+        ("c", batch(vec![("n", name(&["c1", "c2"]))])),
+        // Only nulls in x.
+        (
+            "d",
+            batch(vec![
+                ("x", Arc::new(Int64Array::from(vec![None, None]))),
+                ("n", name(&["d1", "d2"])),
+            ]),
+        ),
+    ];
+    for (f, b) in &files {
+        write_file(dir.path(), "t.b", "", f, Store::Parquet, b, 10, &[]);
+    }
+    let s = silt_query::open(dir.path()).await.unwrap();
+    for (sql, want, files) in [
+        ("SELECT n FROM t.b WHERE x = 2", "n\na2\n", 1),
+        // The Int32 file's bounds are not used: it is always read for x.
+        ("SELECT n FROM t.b WHERE x = 101", "n\nb2\n", 2),
+        (
+            "SELECT n FROM t.b WHERE x > 2 AND x < 101 ORDER BY n",
+            "n\na3\nb1\n",
+            2,
+        ),
+        ("SELECT n FROM t.b WHERE x = 7", "n\n", 1),
+        ("SELECT count(*) AS c FROM t.b WHERE x IS NULL", "c\n4\n", 3),
+        ("SELECT n FROM t.b WHERE n = 'c2'", "n\nc2\n", 1),
+        (
+            "SELECT n FROM t.b WHERE n = 'c2' OR x = 100 ORDER BY n",
+            "n\nb1\nc2\n",
+            3,
+        ),
+    ] {
+        let r = q(&s, sql).await;
+        assert_eq!(csv(&r), want, "{sql}");
+        assert_eq!(r.stats.files_selected, files, "{sql}: {}", r.stats);
+    }
 }

@@ -246,7 +246,14 @@ pub struct Shared {
     pub started: Instant,
     /// One permit per running query (`--max-queries`).
     pub query_slots: Arc<tokio::sync::Semaphore>,
+    /// Parquet footers kept from one query to the next ([`FOOTER_CACHE`] bytes at most).
+    pub footers: silt_query::SharedFooters,
 }
+
+/// Bytes of Parquet footers a server keeps between queries: without them every query reads
+/// the footer of every file it scans again, which makes a query slower with every flush
+/// until compaction.
+pub const FOOTER_CACHE: usize = 64 << 20;
 
 /// The part of the configuration the front ends read.
 pub struct SharedConfig {
@@ -275,7 +282,12 @@ impl Shared {
     /// results are out ([`live::IndexUpdate::replace_before_removal`]).
     pub fn session(&self) -> anyhow::Result<(silt_query::SiltSession, Arc<()>)> {
         let snap = self.live.snapshot();
-        let s = silt_query::SiltSession::live(snap.index, snap.tails, self.cfg.query_memory)?;
+        let s = silt_query::SiltSession::live(
+            snap.index,
+            snap.tails,
+            self.cfg.query_memory,
+            Some(&self.footers),
+        )?;
         // Registered without databases too: asn(), rdns(), ... then say which option they need.
         Ok((
             s.with_lookups(
@@ -526,6 +538,7 @@ impl Server {
             metrics: ServerMetrics::default(),
             started: Instant::now(),
             query_slots: Arc::new(tokio::sync::Semaphore::new(cfg.max_queries)),
+            footers: silt_query::SharedFooters::new(FOOTER_CACHE),
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut tasks = Vec::new();
