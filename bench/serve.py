@@ -223,6 +223,17 @@ def metrics(hport):
     return out
 
 
+def meminfo():
+    """The machine's dirty and under-writeback page cache, MiB (what the disk has yet to take)."""
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("Dirty", "Writeback"):
+                out[k] = int(v.split()[0]) // 1024
+    return out
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
@@ -253,8 +264,9 @@ def main():
                     help="one more argument for `silt serve` (repeat it: --serve-arg=--flush-size --serve-arg=256MiB)")
     ap.add_argument("--keep-lake", action="store_true", help="keep the lake (removed after the run otherwise)")
     ap.add_argument("--trace", help="open loop: write each frame's conn,chunk,scheduled,sent,acked times here (CSV)")
-    ap.add_argument("--series", help="write, every second, the server's RSS and a few of its /metrics here (CSV): "
-                                     "where memory or lag grows over a long run")
+    ap.add_argument("--series", help="write, every second, the server's RSS, the machine's dirty and under-writeback page "
+                                     "cache and a few of the server's /metrics here (CSV): where memory or lag grows "
+                                     "over a long run")
     a = ap.parse_args()
     lake = tempfile.mkdtemp(prefix="silt-bench-serve-")
     procs = []
@@ -310,13 +322,14 @@ def run(a, lake, procs):
         t.start()
     series = open(a.series, "w") if a.series else None
     if series:
-        series.write("t,rss_mib," + ",".join(SERIES) + "\n")
+        series.write("t,rss_mib,dirty_mib,writeback_mib," + ",".join(SERIES) + "\n")
     while time.perf_counter() - t0 < a.seconds:
         time.sleep(1)
         samples.append((time.perf_counter() - t0, rss(srv.pid)))
         if series:
-            m = metrics(hport)
-            series.write(f"{samples[-1][0]:.1f},{samples[-1][1] / 2**20:.0f}," + ",".join(m.get(k, "") for k in SERIES) + "\n")
+            m, mem = metrics(hport), meminfo()
+            series.write(f"{samples[-1][0]:.1f},{samples[-1][1] / 2**20:.0f},{mem.get('Dirty', '')},{mem.get('Writeback', '')},"
+                         + ",".join(m.get(k, "") for k in SERIES) + "\n")
             series.flush()
     if series:
         series.close()
