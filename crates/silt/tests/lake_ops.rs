@@ -81,11 +81,12 @@ fn duckdb_fingerprint(py: &str, lake: &Path) -> (u64, u64, u64) {
     let script = r#"
 import duckdb, sys
 q = f"""SELECT count(*), count(DISTINCT uid), sum(orig_bytes) FROM
-  read_parquet('{sys.argv[1]}/zeek.conn/**/*.parquet', hive_partitioning = true)"""
+  read_parquet('{sys.argv[1]}', hive_partitioning = true)"""
 print(",".join(str(x) for x in duckdb.connect().execute(q).fetchall()[0]))
 "#;
+    let glob = data_glob(&lake.join("zeek.conn"));
     let out = Command::new(py)
-        .args(["-c", script, p(lake)])
+        .args(["-c", script, &glob])
         .output()
         .unwrap();
     assert!(
@@ -96,6 +97,41 @@ print(",".join(str(x) for x in duckdb.connect().execute(q).fetchall()[0]))
     let s = String::from_utf8(out.stdout).unwrap();
     let v: Vec<u64> = s.trim().split(',').map(|x| x.parse().unwrap()).collect();
     (v[0], v[1], v[2])
+}
+
+/// The glob of a table's data files through its partition directories (`dt=*/hour=*/*.parquet`
+/// for the hour layout), as a plain DuckDB user writes it: not `**`, which would also take a
+/// Delta table's Parquet checkpoints in `_delta_log/` (bench/lake_ops.py does the same).
+fn data_glob(table: &Path) -> String {
+    let mut dir = table.to_path_buf();
+    let mut levels = Vec::new();
+    loop {
+        let entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        if entries
+            .iter()
+            .any(|e| e.extension().is_some_and(|x| x == "parquet"))
+        {
+            break;
+        }
+        let Some(sub) = entries.into_iter().find(|e| {
+            e.is_dir()
+                && e.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| !n.starts_with(['_', '.']) && n.contains('='))
+        }) else {
+            break;
+        };
+        let name = sub.file_name().unwrap().to_str().unwrap().to_string();
+        levels.push(format!("{}=*", name.split('=').next().unwrap()));
+        dir = sub;
+    }
+    let mut glob = table.to_path_buf();
+    glob.extend(levels);
+    p(&glob.join("*.parquet")).to_string()
 }
 
 /// Rows, distinct uids and orig_bytes sum from silt's CSV fingerprint.
