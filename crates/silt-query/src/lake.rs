@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use arrow::array::{Array, TimestampMicrosecondArray};
+use arrow::array::Array;
 use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
 use datafusion::common::ScalarValue;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
@@ -81,8 +81,6 @@ pub struct DataFile {
     pub row_groups: usize,
     /// Event-time bounds used for pruning.
     pub time: TimeBounds,
-    /// Bounds of the file's own time column from its Parquet statistics, when complete.
-    time_stats: Option<(String, TimeBounds)>,
     /// Min/max and null counts of the file's flat columns, from its Parquet footer: what lets
     /// a query skip the file without opening it (`None` for Feather files).
     pub bounds: Option<Arc<FileBounds>>,
@@ -458,10 +456,8 @@ impl TableIndex {
             if let Some(tc) = &self.time_column {
                 if f.schema.field_with_name(tc).is_err() {
                     f.time = TimeBounds::AllNull;
-                } else if let Some((c, b)) = &f.time_stats {
-                    if c == tc {
-                        f.time = *b;
-                    }
+                } else if let Some(b) = f.footer_time(tc) {
+                    f.time = b;
                 }
             }
             // Files of one table mostly have one schema: share it rather than keep a copy per
@@ -479,6 +475,27 @@ impl TableIndex {
 }
 
 impl DataFile {
+    /// Bounds of the time column `tc` (microsecond timestamps) from the footer statistics
+    /// ([`FileBounds`]), when every row group has them.
+    fn footer_time(&self, tc: &str) -> Option<TimeBounds> {
+        let i = self.schema.index_of(tc).ok()?;
+        if !matches!(
+            self.schema.field(i).data_type(),
+            DataType::Timestamp(TimeUnit::Microsecond, _)
+        ) {
+            return None;
+        }
+        match self.bounds.as_ref()?.columns.get(i)?.as_ref()? {
+            (
+                ScalarValue::TimestampMicrosecond(Some(lo), _),
+                ScalarValue::TimestampMicrosecond(Some(hi), _),
+                _,
+            ) => Some(TimeBounds::Range { lo: *lo, hi: *hi }),
+            (lo, hi, _) if lo.is_null() && hi.is_null() => Some(TimeBounds::AllNull),
+            _ => None,
+        }
+    }
+
     /// Whether predicates on this file's columns may be evaluated inside the Parquet decoder
     /// when the table's columns are `table` ([`crate::adapter::pushdown_safe`]; Feather files
     /// are not decoded by it).
@@ -605,25 +622,18 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
 ) -> anyhow::Result<DataFile> {
     let part = silt_lake::layout::partition_of(table_dir, path);
     let (dt, hour, default) = (part.dt, part.hour, part.null);
-    let (schema, row_groups, time_stats, bounds) = match format {
+    let (schema, row_groups, bounds) = match format {
         FileFormat::Parquet => {
             let meta = parquet()?;
-            let stats = silt_core::meta::time_column(meta.schema()).and_then(|c| {
-                parquet_time_bounds(&meta, c)
-                    .ok()
-                    .flatten()
-                    .map(|b| (c.to_string(), b))
-            });
             (
                 meta.schema().clone(),
                 meta.metadata().num_row_groups(),
-                stats,
                 Some(Arc::new(parquet_bounds(&meta))),
             )
         }
         FileFormat::Feather => {
             let reader = arrow::ipc::reader::FileReader::try_new(feather()?, None)?;
-            (reader.schema(), reader.num_batches(), None, None)
+            (reader.schema(), reader.num_batches(), None)
         }
     };
     let time = if default {
@@ -667,7 +677,6 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
         schema,
         row_groups,
         time,
-        time_stats,
         bounds,
         footer: None,
     })
@@ -771,58 +780,10 @@ fn bytes_of(v: &ScalarValue) -> usize {
     }
 }
 
-/// Bounds of the time column from a Parquet footer's row-group statistics; `None` when some
-/// row group with non-null times lacks statistics (then nothing can be concluded).
-fn parquet_time_bounds(
-    meta: &ArrowReaderMetadata,
-    column: &str,
-) -> anyhow::Result<Option<TimeBounds>> {
-    let schema = meta.schema();
-    let Ok(field) = schema.field_with_name(column) else {
-        return Ok(None);
-    };
-    if !matches!(
-        field.data_type(),
-        DataType::Timestamp(TimeUnit::Microsecond, _)
-    ) {
-        return Ok(None);
-    }
-    let md = meta.metadata();
-    let conv = StatisticsConverter::try_new(column, schema, md.file_metadata().schema_descr())?;
-    let rgs = md.row_groups();
-    let mins = conv.row_group_mins(rgs)?;
-    let maxes = conv.row_group_maxes(rgs)?;
-    let nulls = conv.row_group_null_counts(rgs)?;
-    let (Some(mins), Some(maxes)) = (
-        mins.as_any().downcast_ref::<TimestampMicrosecondArray>(),
-        maxes.as_any().downcast_ref::<TimestampMicrosecondArray>(),
-    ) else {
-        return Ok(None);
-    };
-    let mut lo = i64::MAX;
-    let mut hi = i64::MIN;
-    for (i, rg) in rgs.iter().enumerate() {
-        let rows = rg.num_rows() as u64;
-        if mins.is_valid(i) && maxes.is_valid(i) {
-            lo = lo.min(mins.value(i));
-            hi = hi.max(maxes.value(i));
-        } else if nulls.is_valid(i) && nulls.value(i) == rows {
-            // Only nulls in this row group.
-        } else {
-            return Ok(None);
-        }
-    }
-    Ok(Some(if lo > hi {
-        TimeBounds::AllNull
-    } else {
-        TimeBounds::Range { lo, hi }
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
     use std::collections::HashMap;
 
     /// Writes a Parquet file of `rows` rows at `rel` below `root`: `ts` (the time column, in
