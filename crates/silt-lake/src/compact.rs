@@ -519,19 +519,7 @@ fn table_schema(
         .iter()
         .filter_map(|(f, _)| file_schema(files, f).map(|s| (f.path.clone(), s)))
         .collect();
-    let mut unified: Option<arrow::datatypes::Schema> = None;
-    for (_, s) in &schemas {
-        unified = Some(match unified {
-            None => s.as_ref().clone(),
-            Some(u) => {
-                let md = u.metadata().clone();
-                let mut n = silt_core::schema::unify_schemas(&u, s);
-                n.metadata = md;
-                n
-            }
-        });
-    }
-    let unified = Arc::new(unified.unwrap_or_else(arrow::datatypes::Schema::empty));
+    let unified = Arc::new(crate::emptied::unify_all(schemas.iter().map(|(_, s)| s)));
     let disagree = schemas
         .iter()
         .filter(|(_, s)| {

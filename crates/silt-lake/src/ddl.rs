@@ -107,8 +107,16 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
     let root = lake.root_path();
     let dir = root.join(table.to_string());
     let files = lake.data_files(table)?;
+    // A table a retention emptied has the schema it kept ([`crate::emptied`]).
+    let mut schema: Option<Schema> = match files.is_empty() {
+        true => lake
+            .read_record(&crate::emptied::rel(table))?
+            .map(|b| crate::emptied::decode(&b).map(|(s, _)| s))
+            .transpose()?,
+        false => None,
+    };
     anyhow::ensure!(
-        !files.is_empty(),
+        schema.is_some() || !files.is_empty(),
         "table {table} has no data files in {} (tables: {})",
         root.display(),
         lake.tables()?
@@ -117,7 +125,6 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let mut schema: Option<Schema> = None;
     let mut store = StoreKind::Parquet;
     for f in &files {
         let unreadable = |kind: &str| format!("{} is not a readable {kind} file", f.path.display());
@@ -194,7 +201,7 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
     dts.dedup();
     Ok(TableLayout {
         table: table.clone(),
-        schema: schema.expect("at least one file"),
+        schema: schema.expect("a file or a kept schema"),
         partitioning,
         store,
         dt_range: dts.first().cloned().zip(dts.last().cloned()),

@@ -28,6 +28,7 @@
 //! - [`replace`]: how a merged file takes its inputs' place atomically for every silt reader,
 //!   and the recovery of a compaction a crash interrupted;
 //! - [`retain`]: whole partitions older than a retention window dropped;
+//! - [`emptied`]: the schema of a table retention left without files, kept so it stays queryable;
 //! - [`vacuum`]: crash leftovers (temporary files, dead imports, finished records) removed;
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
@@ -40,6 +41,7 @@ pub mod compact;
 pub mod config;
 pub mod ddl;
 pub mod delta;
+pub mod emptied;
 pub mod granularity;
 pub mod imports;
 pub mod inspect;

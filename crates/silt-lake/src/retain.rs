@@ -14,7 +14,11 @@
 //! `silt serve` flush is writing into (a journal names one of its files, or it holds a temporary
 //! file modified in the last hour) is left for the next run.
 //!
-//! Touches the lake's partition directories, `_silt/trash/` and `_silt/maintenance.lock`.
+//! A table left without any file keeps its schema ([`crate::emptied`]), so it stays queryable
+//! (zero rows) rather than unknown.
+//!
+//! Touches the lake's partition directories, `_silt/trash/`, `_silt/maintenance.lock` and, for a
+//! table it empties, `_silt/tables/<table>.schema.arrow`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -280,6 +284,9 @@ pub fn retain_with(
         report
             .busy
             .extend(busy.into_iter().map(|rel| (table.clone(), rel)));
+        if !opts.dry_run && !drop.is_empty() {
+            keep_schema_if_emptied(root, &table, &dir, &drop)?;
+        }
         for rel in drop {
             let abs = dir.join(&rel);
             let (files, bytes, _) = contents(&abs, now);
@@ -298,6 +305,24 @@ pub fn retain_with(
         }
     }
     Ok(report)
+}
+
+/// Keeps the table's schema ([`crate::emptied`]) when dropping the partitions `drop` leaves it
+/// without any data file.
+fn keep_schema_if_emptied(
+    root: &Path,
+    table: &TableName,
+    dir: &Path,
+    drop: &[String],
+) -> anyhow::Result<()> {
+    let files = layout::data_files(dir)?;
+    let dropped = |p: &Path| drop.iter().any(|rel| p.starts_with(dir.join(rel)));
+    if files.is_empty() || !files.iter().all(|f| dropped(&f.path)) {
+        return Ok(());
+    }
+    let month = drop.iter().any(|rel| rel.starts_with("month="));
+    let files: Vec<_> = files.into_iter().map(|f| (f.path, f.store)).collect();
+    crate::emptied::keep_local(root, table, &files, month)
 }
 
 /// Moves a directory into the trash (atomic: readers see it whole or not at all), then removes

@@ -131,6 +131,23 @@ pub struct TableIndex {
 }
 
 impl TableIndex {
+    /// A table without files whose columns are `schema` (every field made nullable): one whose
+    /// last files a retention dropped ([`silt_lake::emptied`]), or a server's table after the
+    /// same. `month`: its partitions were `month=` directories.
+    pub fn without_data(name: TableName, dir: &Path, schema: &Schema, month: bool) -> Self {
+        let file_schema = Arc::new(nullable_schema(schema));
+        TableIndex {
+            name,
+            dir: dir.to_path_buf(),
+            files: Vec::new(),
+            time_column: time_column_of(&file_schema),
+            file_schema,
+            remote: None,
+            has_month: month,
+            pushdown_safe: true,
+        }
+    }
+
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
@@ -186,7 +203,13 @@ impl LakeIndex {
         // Read after the listing (silt_lake::remote::replace): what a compaction replaced or a
         // retention is dropping.
         let hidden = silt_lake::remote::replace::Hidden::load(&lake, &listed)?;
+        // Tables whose last files a retention dropped ([`silt_lake::emptied`]).
+        let mut kept_schemas = BTreeMap::new();
         for o in listed {
+            if let Some(t) = silt_lake::emptied::table_of(&o.rel) {
+                kept_schemas.insert(t, o.rel.clone());
+                continue;
+            }
             let parts: Vec<&str> = o.rel.split('/').collect();
             if parts.len() < 2
                 || parts.iter().any(|c| silt_lake::layout::is_hidden(c))
@@ -252,6 +275,20 @@ impl LakeIndex {
                 index.tables.insert(table, Arc::new(t));
             }
         }
+        for (table, rel) in kept_schemas {
+            if index.tables.contains_key(&table) {
+                continue;
+            }
+            let Some(bytes) = lake.get(&rel)? else {
+                continue;
+            };
+            let (schema, month) = silt_lake::emptied::decode(&bytes)
+                .with_context(|| format!("{rel} in {} is not a kept table schema", lake.url()))?;
+            let dir = root.join(table.to_string());
+            let mut t = TableIndex::without_data(table.clone(), &dir, &schema, month);
+            t.remote = Some(lake.clone());
+            index.tables.insert(table, Arc::new(t));
+        }
         footers.trim();
         Ok(index)
     }
@@ -268,9 +305,16 @@ impl LakeIndex {
         };
         for table in silt_lake::layout::tables(&root)? {
             let dir = root.join(table.to_string());
-            if let Some(t) = scan_table(table.clone(), &dir, &mut index.warnings)? {
-                index.tables.insert(table, Arc::new(t));
-            }
+            let t = match scan_table(table.clone(), &dir, &mut index.warnings)? {
+                Some(t) => t,
+                None => match silt_lake::emptied::load(&root, &table)? {
+                    Some((schema, month)) => {
+                        TableIndex::without_data(table.clone(), &dir, &schema, month)
+                    }
+                    None => continue,
+                },
+            };
+            index.tables.insert(table, Arc::new(t));
         }
         Ok(index)
     }
@@ -346,7 +390,7 @@ impl LakeIndex {
 impl LakeIndex {
     /// This index without the data files `paths` (files a compaction replaced or a retention
     /// dropped: the server takes them out before they are removed). Paths need not exist any
-    /// more; a table left without files leaves the index.
+    /// more; a table left without files keeps its columns and has no rows.
     pub fn without_files(&self, paths: &[PathBuf]) -> Self {
         let canon = |p: &Path| -> PathBuf {
             p.canonicalize()
@@ -370,9 +414,13 @@ impl LakeIndex {
                 .filter(|f| !gone.contains(&f.path))
                 .cloned()
                 .collect();
-            if let Some(t) = assemble_table(name.clone(), &t.dir, files) {
-                out.tables.insert(name.clone(), Arc::new(t));
-            }
+            // A table left without files keeps its columns, as a fresh scan finds them in
+            // the schema a retention keeps.
+            let mut kept = assemble_table(name.clone(), &t.dir, files).unwrap_or_else(|| {
+                TableIndex::without_data(name.clone(), &t.dir, &t.file_schema, t.has_month)
+            });
+            kept.remote = t.remote.clone();
+            out.tables.insert(name.clone(), Arc::new(kept));
         }
         out
     }
@@ -408,12 +456,16 @@ fn assemble_table(name: TableName, dir: &Path, files: Vec<DataFile>) -> Option<T
 /// makes the per-file facts be worked out again for every file).
 fn extend_table(t: &TableIndex, new: Vec<DataFile>) -> Option<TableIndex> {
     let fresh: std::collections::HashSet<PathBuf> = new.iter().map(|f| f.path.clone()).collect();
-    if t.files.iter().any(|f| fresh.contains(&f.path)) {
+    // A table without files (emptied by a retention) is what its new files say, as in a scan.
+    if t.files.is_empty() || t.files.iter().any(|f| fresh.contains(&f.path)) {
         // A file read again: its old schema may be what made the unified one.
         let kept = t.files.iter().filter(|f| !fresh.contains(&f.path));
         let mut files: Vec<DataFile> = kept.cloned().chain(new).collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        return assemble_table(t.name.clone(), &t.dir, files);
+        return assemble_table(t.name.clone(), &t.dir, files).map(|mut a| {
+            a.remote = t.remote.clone();
+            a
+        });
     }
     let mut schema = t.file_schema.as_ref().clone();
     for f in &new {
@@ -896,5 +948,47 @@ mod tests {
             &untouched,
             &index.tables[&TableName::parse("t.b").unwrap()]
         ));
+    }
+
+    /// A table whose every file a retention dropped stays in the index with the columns it had
+    /// and no file, whether the index is scanned afresh (the schema the retention kept) or is a
+    /// server's that took the files out; a file published into it later makes it what that
+    /// file says, in both.
+    #[test]
+    fn a_table_retention_emptied_keeps_its_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let paths = [
+            write(&root, "t.a/dt=2024-03-24/hour=17/a.parquet", 5, false),
+            write(&root, "t.a/dt=2024-03-24/hour=17/b.parquet", 3, true),
+        ];
+        let before = LakeIndex::scan(&root).unwrap();
+        let opts = silt_lake::retain::RetainOptions {
+            keep: Some(std::time::Duration::from_secs(86400)),
+            ..Default::default()
+        };
+        let rep = silt_lake::retain::retain(&root, &opts, SystemTime::now()).unwrap();
+        assert_eq!(rep.dropped.len(), 1);
+        assert!(paths.iter().all(|p| !p.exists()));
+
+        let scanned = LakeIndex::scan(&root).unwrap();
+        let served = before.without_files(&paths);
+        assert_eq!(facts(&scanned), facts(&served));
+        let t = &scanned.tables[&TableName::parse("t.a").unwrap()];
+        assert!(t.files.is_empty());
+        let names: Vec<&str> = t
+            .file_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["ts", "x", "extra"]);
+        assert_eq!(t.time_column.as_deref(), Some("ts"));
+
+        let new = write(&root, "t.a/dt=2024-03-25/hour=01/c.parquet", 2, false);
+        let fresh = LakeIndex::scan(&root).unwrap();
+        assert_eq!(facts(&served.with_files(&[new]).unwrap()), facts(&fresh));
+        let t = &fresh.tables[&TableName::parse("t.a").unwrap()];
+        assert!(t.file_schema.field_with_name("extra").is_err());
     }
 }

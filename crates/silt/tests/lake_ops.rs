@@ -471,6 +471,12 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     ]);
     assert_ne!(n.trim(), "n\n0");
     assert!(!lake.join("zeek.dns/dt=2018-03-24").exists());
+    // The emptied table keeps its columns (a schema kept in _silt/tables/): zero rows, not
+    // "table not found".
+    let q = "SELECT count(*) AS n, count(query) AS q, max(dt) AS d FROM zeek.dns";
+    let empty = ok(&["query", "--lake", p(&lake), "--format", "csv", q]);
+    assert_eq!(empty.trim(), "n,q,d\n0,0,", "{empty}");
+    assert!(lake.join("_silt/tables/zeek.dns.schema.arrow").exists());
 
     // A window long enough keeps everything.
     let out = ok(&["retain", "--lake", p(&lake), "--keep", "9000d"]);

@@ -641,6 +641,20 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
     )));
     assert_eq!(left.lines().nth(1), Some("2"), "{left}");
     assert_eq!(glob_rows(remote, "zeek.conn"), (0, 0));
+    // The emptied table keeps its columns (a schema kept in _silt/tables/): zero rows, not
+    // "table not found".
+    let empty = stdout(ok(&run(
+        &env,
+        &[
+            "query",
+            "--lake",
+            &s3,
+            "--format",
+            "csv",
+            "SELECT count(*) AS n, count(id.orig_h) AS h, max(dt) AS d FROM zeek.conn",
+        ],
+    )));
+    assert_eq!(empty.trim(), "n,h,d\n0,0,", "{empty}");
     // Vacuum with no grace removes the records the maintenance left.
     ok(&run(&env, &["vacuum", "--lake", &s3, "--grace", "0s"]));
     for d in ["_silt/replace", "_silt/drop"] {

@@ -12,7 +12,8 @@
 //! (an upload that never completed is not an object) and no empty directories.
 //!
 //! Touches the objects of dropped partitions, `_silt/drop/`, `_silt/replace/`,
-//! `_silt/imports/` and `_silt/maintenance.lock` below the lake's prefix.
+//! `_silt/imports/`, `_silt/maintenance.lock` and, for a table it empties,
+//! `_silt/tables/<table>.schema.arrow` ([`crate::emptied`]) below the lake's prefix.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -20,10 +21,14 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 
+use silt_core::TableName;
+
+use super::file::RemoteFile;
 use super::lock::RemoteLock;
 use super::record::RemoteImportLog;
 use super::replace;
 use super::RemoteLake;
+use crate::emptied;
 use crate::replace::{failpoint, RECORD_GRACE};
 use crate::retain::{self, Candidate, Dropped, RetainOptions, RetainReport};
 use crate::vacuum::{VacuumOptions, VacuumReport};
@@ -90,6 +95,9 @@ pub fn retain(
         report
             .busy
             .extend(busy.into_iter().map(|rel| (table.clone(), rel)));
+        if !opts.dry_run && !drop.is_empty() {
+            keep_schema_if_emptied(lake, &table, &drop)?;
+        }
         for rel in drop {
             let (files, bytes) = sizes.get(&rel).copied().unwrap_or_default();
             if !opts.dry_run {
@@ -114,6 +122,38 @@ pub fn retain(
         }
     }
     Ok(report)
+}
+
+/// Keeps the table's schema ([`crate::emptied`], uploaded as one object) when dropping the
+/// partitions `drop` leaves it without any data file.
+fn keep_schema_if_emptied(
+    lake: &Arc<RemoteLake>,
+    table: &TableName,
+    drop: &[String],
+) -> anyhow::Result<()> {
+    let files = lake.data_files(table)?;
+    let dropped = |f: &crate::layout::DataFile| {
+        lake.rel_of(&f.path).is_ok_and(|rel| {
+            drop.iter()
+                .any(|d| rel.starts_with(&format!("{table}/{d}/")))
+        })
+    };
+    if files.is_empty() || !files.iter().all(dropped) {
+        return Ok(());
+    }
+    let schemas: Vec<_> = files
+        .iter()
+        .filter_map(|f| {
+            let rf = RemoteFile::new(lake.clone(), lake.key_of(&f.path).ok()?, f.bytes);
+            emptied::file_schema(f.store, rf, |rf| rf.reader()).ok()
+        })
+        .collect();
+    if schemas.is_empty() {
+        return Ok(());
+    }
+    let month = drop.iter().any(|rel| rel.starts_with("month="));
+    let bytes = emptied::encode(&emptied::unify_all(&schemas), month)?;
+    lake.put(&emptied::rel(table), bytes)
 }
 
 /// Vacuums an object-store lake (see the module documentation); `opts.dry_run` is refused
