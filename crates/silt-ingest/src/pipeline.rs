@@ -125,9 +125,7 @@ impl Decoders {
             }
         }
     }
-}
 
-impl Decoders {
     /// Counts a stream decoded as `format` (for [`RunReport::formats`]).
     pub(crate) fn used(&self, format: &'static FormatSpec) {
         *self
@@ -417,18 +415,18 @@ impl Pipeline {
         drained?;
         read_result?;
         let keep = self.report_streams;
+        let mut acknowledged = Vec::new();
         let mut ack = |c: Checkpoint| {
             source.acknowledge(&c);
             if keep {
-                report.acknowledged.push(c);
+                acknowledged.push(c);
             }
         };
-        let mut commits = RunReport::default();
         if self.final_commit {
-            acks.commit(sink, &mut commits, &mut ack)?;
+            acks.commit(sink, &mut report, &mut ack)?;
         }
         acks.settle(sink, true, &mut ack)?;
-        report.commits += commits.commits;
+        report.acknowledged.extend(acknowledged);
         report.formats = decoders.formats_used.lock().expect("not poisoned").clone();
         report
             .transform_reports

@@ -11,10 +11,11 @@
 //! unless `CI=true`, where it fails. Touches loopback sockets and temporary directories; runs
 //! `go build` (Go modules come from the module proxy into the Go module cache).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
 
 const SILT: &str = env!("CARGO_BIN_EXE_silt");
 
@@ -138,19 +139,12 @@ table = "py.events"
         ),
     )
     .unwrap();
-    let mut child = Command::new(SILT)
-        .arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
+    let (child, lines) =
+        common::spawn_serve([std::ffi::OsStr::new("--config"), config.as_os_str()]);
+    // Its standard error, echoed into the test's output.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
+        for line in lines {
             eprintln!("serve: {line}");
             let _ = tx.send(line);
         }

@@ -28,6 +28,28 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// Starts `silt serve ARGS` and returns it with the lines of its standard error, as they come.
+pub fn spawn_serve<S: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = S>,
+) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
 /// Starts `silt serve --lake LAKE --http 127.0.0.1:0` with `extra` flags and returns it with
 /// its HTTP address (read from its banner). Its standard error goes on to `log` line by line
 /// (the banner included), when given.
@@ -36,36 +58,35 @@ pub fn serve(
     extra: &[&str],
     log: Option<std::sync::mpsc::Sender<String>>,
 ) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(["serve", "--lake"])
-        .arg(lake)
-        .args(["--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--lake".as_ref(), lake.as_os_str()];
+    args.extend(["--http", "127.0.0.1:0"].map(std::ffi::OsStr::new));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let (child, lines) = spawn_serve(args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let addr = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .expect("silt serve did not print its address");
+        let addr = line
+            .find("http://")
+            .map(|i| line[i..].split_whitespace().next().unwrap().to_string());
+        if let Some(l) = &log {
+            let _ = l.send(line);
+        }
+        if let Some(addr) = addr {
+            break addr;
+        }
+    };
+    // The rest of its standard error: to `log`, or read and dropped (a full pipe would stop
+    // the server).
     std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if !sent {
-                if let Some(i) = line.find("http://") {
-                    let addr = line[i..].split_whitespace().next().unwrap().to_string();
-                    let _ = tx.send(addr);
-                    sent = true;
-                }
-            }
+        for line in lines {
             if let Some(l) = &log {
                 let _ = l.send(line);
             }
         }
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("silt serve did not print its address");
     (child, addr)
 }
 
