@@ -23,7 +23,7 @@
 //!
 //! This module only reads files under the lake directory (or prefix).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -180,9 +180,21 @@ impl LakeIndex {
     /// [`LakeIndex::scan`] of a local lake, or [`LakeIndex::scan_remote`] of one in an object
     /// store.
     pub fn open(root: &LakeRoot) -> anyhow::Result<Self> {
+        Self::open_tables(root, None)
+    }
+
+    /// [`LakeIndex::open`] of the tables `only` names (those the lake has), or of every table:
+    /// a query that names its tables reads no other table's footers, which in an object store
+    /// are a request each the first time.
+    pub fn open_tables(
+        root: &LakeRoot,
+        only: Option<&BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
         match root {
-            LakeRoot::Dir(d) => Self::scan(d),
-            LakeRoot::Remote(r) => Self::scan_remote(r.clone()),
+            LakeRoot::Dir(d) => Self::scan_tables(d, only),
+            LakeRoot::Remote(r) => {
+                Self::scan_remote_tables(r.clone(), &FooterCache::from_env(), only)
+            }
         }
     }
 
@@ -196,10 +208,29 @@ impl LakeIndex {
 
     /// [`LakeIndex::scan_remote`] with the footer cache `footers`.
     pub fn scan_remote_with(lake: Arc<RemoteLake>, footers: &FooterCache) -> anyhow::Result<Self> {
+        Self::scan_remote_tables(lake, footers, None)
+    }
+
+    /// [`LakeIndex::scan_remote_with`] of the tables `only` names, or of every table: one
+    /// listing per table named (and one of the kept schemas), or one of the whole lake.
+    pub fn scan_remote_tables(
+        lake: Arc<RemoteLake>,
+        footers: &FooterCache,
+        only: Option<&BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
         let root = lake.root_path();
         let mut by_table: BTreeMap<TableName, Vec<(PathBuf, FileFormat, u64, SystemTime)>> =
             BTreeMap::new();
-        let listed = lake.list("")?;
+        let listed = match only {
+            None => lake.list("")?,
+            Some(only) => {
+                let mut l = lake.list(silt_lake::granularity::TABLES_DIR)?;
+                for t in only {
+                    l.extend(lake.list(&t.to_string())?);
+                }
+                l
+            }
+        };
         // Read after the listing (silt_lake::remote::replace): what a compaction replaced or a
         // retention is dropping.
         let hidden = silt_lake::remote::replace::Hidden::load(&lake, &listed)?;
@@ -207,7 +238,9 @@ impl LakeIndex {
         let mut kept_schemas = BTreeMap::new();
         for o in listed {
             if let Some(t) = silt_lake::emptied::table_of(&o.rel) {
-                kept_schemas.insert(t, o.rel.clone());
+                if only.is_none_or(|only| only.contains(&t)) {
+                    kept_schemas.insert(t, o.rel.clone());
+                }
                 continue;
             }
             let parts: Vec<&str> = o.rel.split('/').collect();
@@ -295,6 +328,11 @@ impl LakeIndex {
 
     /// Walks `root` and reads every data file's footer.
     pub fn scan(root: &Path) -> anyhow::Result<Self> {
+        Self::scan_tables(root, None)
+    }
+
+    /// [`LakeIndex::scan`] of the tables `only` names, or of every table.
+    pub fn scan_tables(root: &Path, only: Option<&BTreeSet<TableName>>) -> anyhow::Result<Self> {
         let root = root
             .canonicalize()
             .with_context(|| format!("cannot open lake {}", root.display()))?;
@@ -304,6 +342,9 @@ impl LakeIndex {
             ..Default::default()
         };
         for table in silt_lake::layout::tables(&root)? {
+            if only.is_some_and(|only| !only.contains(&table)) {
+                continue;
+            }
             let dir = root.join(table.to_string());
             let t = match scan_table(table.clone(), &dir, &mut index.warnings)? {
                 Some(t) => t,

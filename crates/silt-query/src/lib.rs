@@ -36,5 +36,7 @@ pub mod stats;
 pub mod timefilter;
 
 pub use output::{write_results, write_results_with_schema, OutputFormat, ResultWriter};
-pub use session::{open, runtime, session_config, QueryResult, SharedFooters, SiltSession};
+pub use session::{
+    open, open_for, runtime, session_config, tables_named, QueryResult, SharedFooters, SiltSession,
+};
 pub use stats::ScanStats;

@@ -14,6 +14,7 @@
 //!
 //! Touches the lake directory (read only) and nothing else.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -42,6 +43,69 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Opens the lake at `lake` for SQL.
 pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
     SiltSession::open(lake).await
+}
+
+/// Opens the lake at `lake` for the one query `sql`: only the tables it names are indexed
+/// ([`tables_named`]), so a query over one table of a lake of many (above all one in an object
+/// store, where each footer is a request the first time) reads no other table's footers.
+pub async fn open_for(lake: &Path, sql: &str) -> anyhow::Result<SiltSession> {
+    SiltSession::open_tables(lake, tables_named(sql)).await
+}
+
+/// The lake tables `sql` reads (`module.type` or `datafusion.module.type`, unquoted names
+/// lower-cased as DataFusion does), or `None` when that cannot be told from the text: a
+/// statement other than a query (`SHOW TABLES`, `DESCRIBE`), a look at `information_schema`,
+/// no table at all, or SQL that does not parse (the session then says what is wrong). Names of
+/// common table expressions and other one-part names are not lake tables and are left out.
+pub fn tables_named(sql: &str) -> Option<BTreeSet<TableName>> {
+    use datafusion::sql::sqlparser::ast::{visit_relations, Statement};
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    use std::ops::ControlFlow;
+
+    let statements = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
+    let is_query = |s: &Statement| match s {
+        Statement::Query(_) => true,
+        Statement::Explain { statement, .. } => matches!(**statement, Statement::Query(_)),
+        _ => false,
+    };
+    if statements.is_empty() || !statements.iter().all(is_query) {
+        return None;
+    }
+    let mut out = BTreeSet::new();
+    let flow = visit_relations(&statements, |name| {
+        let parts: Option<Vec<String>> = name
+            .0
+            .iter()
+            .map(|p| {
+                let id = p.as_ident()?;
+                Some(match id.quote_style {
+                    None => id.value.to_lowercase(),
+                    Some(_) => id.value.clone(),
+                })
+            })
+            .collect();
+        let Some(parts) = parts else {
+            return ControlFlow::Break(());
+        };
+        let (schema, table) = match parts.as_slice() {
+            [s, t] => (s, t),
+            [c, s, t] if c == "datafusion" => (s, t),
+            [_] => return ControlFlow::Continue(()),
+            _ => return ControlFlow::Break(()),
+        };
+        if schema == "information_schema" {
+            return ControlFlow::Break(());
+        }
+        match TableName::parse(&format!("{schema}.{table}")) {
+            Some(t) => {
+                out.insert(t);
+                ControlFlow::Continue(())
+            }
+            None => ControlFlow::Break(()),
+        }
+    });
+    (flow.is_continue() && !out.is_empty()).then_some(out)
 }
 
 /// A DataFusion session over one lake.
@@ -160,10 +224,18 @@ impl SiltSession {
     /// Walks the lake (a directory, or `s3://bucket/prefix`: see [`silt_lake::remote`]) and
     /// registers its tables; see the module documentation.
     pub async fn open(lake: &Path) -> anyhow::Result<Self> {
+        Self::open_tables(lake, None).await
+    }
+
+    /// [`SiltSession::open`] with only the tables `only` names registered (all with `None`).
+    pub async fn open_tables(
+        lake: &Path,
+        only: Option<BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
         let lake = lake.to_path_buf();
         // Opening a store and reading footers is blocking I/O.
         let index = tokio::task::spawn_blocking(move || {
-            LakeIndex::open(&silt_lake::remote::LakeRoot::open(&lake)?)
+            LakeIndex::open_tables(&silt_lake::remote::LakeRoot::open(&lake)?, only.as_ref())
         })
         .await
         .context("lake scan panicked")??;
@@ -591,5 +663,92 @@ mod tests {
         let index = LakeIndex::scan_remote_with(lake, &FooterCache::new(None)).unwrap();
         assert_eq!(index.warnings.len(), 3, "{:?}", index.warnings);
         assert!(index.tables.is_empty());
+    }
+
+    fn named(sql: &str) -> Option<Vec<String>> {
+        tables_named(sql).map(|s| s.iter().map(|t| t.to_string()).collect())
+    }
+
+    #[test]
+    fn the_tables_a_query_names() {
+        let one = Some(vec!["zeek.conn".to_string()]);
+        assert_eq!(named("SELECT count(*) FROM zeek.conn"), one);
+        assert_eq!(named("select * from Zeek.Conn where ts > now()"), one);
+        assert_eq!(named("SELECT 1 FROM datafusion.zeek.conn"), one);
+        assert_eq!(
+            named("EXPLAIN ANALYZE SELECT * FROM zeek.conn LIMIT 1"),
+            one
+        );
+        assert_eq!(
+            named(
+                "WITH c AS (SELECT uid FROM zeek.conn) SELECT * FROM c JOIN zeek.dns d \
+                 ON c.uid = d.uid WHERE d.uid IN (SELECT uid FROM \"suricata\".\"dns\")"
+            ),
+            Some(vec![
+                "suricata.dns".into(),
+                "zeek.conn".into(),
+                "zeek.dns".into()
+            ])
+        );
+        // Every table: what the text cannot tell.
+        for sql in [
+            "SHOW TABLES",
+            "DESCRIBE zeek.conn",
+            "SELECT * FROM information_schema.tables",
+            "SELECT 1",
+            "SELECT * FROM zeek.conn WHERE",
+            "SELECT * FROM a.b.c.d",
+            "SELECT * FROM \"Zeek\".conn",
+        ] {
+            assert_eq!(named(sql), None, "{sql}");
+        }
+    }
+
+    /// A scan of the tables a query names reads no other table's footers: another table's
+    /// unreadable file is not even noticed.
+    #[test]
+    fn a_scan_of_named_tables_reads_no_other_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let lake = Arc::new(
+            RemoteLake::with_store("s3://b/lake", "b".into(), "lake".into(), Arc::new(store))
+                .unwrap(),
+        );
+        lake.put("t.a/dt=2024-01-01/f.parquet", parquet(0..10))
+            .unwrap();
+        lake.put("t.b/dt=2024-01-01/f.parquet", b"not parquet".to_vec())
+            .unwrap();
+        let all = LakeIndex::scan_remote_with(lake.clone(), &FooterCache::new(None)).unwrap();
+        assert_eq!(all.warnings.len(), 1, "{:?}", all.warnings);
+        let only = tables_named("SELECT sum(x) FROM t.a").unwrap();
+        let index =
+            LakeIndex::scan_remote_tables(lake, &FooterCache::new(None), Some(&only)).unwrap();
+        assert!(index.warnings.is_empty(), "{:?}", index.warnings);
+        assert_eq!(
+            index
+                .tables
+                .keys()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>(),
+            ["t.a"]
+        );
+        assert_eq!(index.tables.values().next().unwrap().files.len(), 1);
+
+        let local = tempfile::tempdir().unwrap();
+        for t in ["t.a", "t.b"] {
+            let d = local.path().join(t).join("dt=2024-01-01");
+            std::fs::create_dir_all(&d).unwrap();
+            let bytes = if t == "t.a" {
+                parquet(0..10)
+            } else {
+                b"junk".to_vec()
+            };
+            std::fs::write(d.join("f.parquet"), bytes).unwrap();
+        }
+        assert_eq!(LakeIndex::scan(local.path()).unwrap().warnings.len(), 1);
+        let index = LakeIndex::scan_tables(local.path(), Some(&only)).unwrap();
+        assert!(index.warnings.is_empty(), "{:?}", index.warnings);
+        assert_eq!(index.tables.len(), 1);
     }
 }

@@ -477,6 +477,12 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     let empty = ok(&["query", "--lake", p(&lake), "--format", "csv", q]);
     assert_eq!(empty.trim(), "n,q,d\n0,0,", "{empty}");
     assert!(lake.join("_silt/tables/zeek.dns.schema.arrow").exists());
+    // A table the lake does not have is named, with the tables it has.
+    let o = silt(&["query", "--lake", p(&lake), "SELECT * FROM zeek.nope"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("table zeek.nope is not in the lake"), "{err}");
+    assert!(err.contains("zeek.conn, zeek.dns"), "{err}");
 
     // A window long enough keeps everything.
     let out = ok(&["retain", "--lake", p(&lake), "--keep", "9000d"]);
