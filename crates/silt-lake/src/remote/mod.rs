@@ -386,7 +386,7 @@ impl RemoteLake {
     }
 
     /// The tables: the top-level "directories" whose names are table names (one delimited
-    /// listing, not a walk of the lake).
+    /// listing, not a walk of the lake), and those a retention emptied.
     pub fn tables(&self) -> anyhow::Result<Vec<TableName>> {
         let store = self.store.clone();
         let key = self.key("");
@@ -414,7 +414,15 @@ impl RemoteLake {
             .filter(|d| !crate::layout::is_hidden(d))
             .filter_map(|d| TableName::parse(d))
             .collect();
+        // A table a retention emptied has no object of its own left, only its kept schema
+        // (crate::emptied); a local lake keeps its directory.
+        for o in self.list(crate::granularity::TABLES_DIR)? {
+            if let Some(t) = crate::emptied::table_of(&o.rel) {
+                out.push(t);
+            }
+        }
         out.sort();
+        out.dedup();
         Ok(out)
     }
 
