@@ -35,8 +35,14 @@ use arrow_avro::writer::{Encoder, WriterBuilder};
 pub enum Framing {
     /// Single-object encoding; each schema is written to `schemas/<fingerprint>.avsc`.
     SingleObject { schemas: PathBuf },
-    /// Confluent wire format; schemas are registered at `registry` (`http://HOST:PORT`).
-    Confluent { registry: String },
+    /// Confluent wire format; schemas are registered at `registry` (`http://HOST:PORT` or
+    /// `https://[USER:PASSWORD@]HOST:PORT[/PATH]`; user and password go as HTTP basic
+    /// authentication). An https registry's certificate is checked against the system's roots,
+    /// or only against the PEM certificates in `ca` when given.
+    Confluent {
+        registry: String,
+        ca: Option<PathBuf>,
+    },
 }
 
 /// A schema in use: its encoder and how it is identified.
@@ -47,6 +53,8 @@ struct Prepared {
 /// Encodes batches as Avro messages; see the module documentation.
 pub struct AvroEncoder {
     framing: Framing,
+    /// How the registry is reached (with its TLS roots), for the Confluent framing.
+    agent: Option<ureq::Agent>,
     /// Per topic and batch schema (after [`avro_ready`]): the encoder.
     prepared: Mutex<HashMap<(String, SchemaRef), Prepared>>,
 }
@@ -61,14 +69,13 @@ impl AvroEncoder {
                 )
             })?;
         }
-        if let Framing::Confluent { registry } = &framing {
-            anyhow::ensure!(
-                registry.starts_with("http://"),
-                "--schema-registry {registry:?}: give http://HOST:PORT (https is not built in yet)"
-            );
-        }
+        let agent = match &framing {
+            Framing::Confluent { registry, ca } => Some(registry_agent(registry, ca.as_deref())?),
+            Framing::SingleObject { .. } => None,
+        };
         Ok(Self {
             framing,
+            agent,
             prepared: Mutex::new(HashMap::new()),
         })
     }
@@ -103,8 +110,14 @@ impl AvroEncoder {
                 write_schema(&schemas.join(format!("{fp:016x}.avsc")), &avro.json_string)?;
                 FingerprintStrategy::Rabin
             }
-            Framing::Confluent { registry } => {
-                FingerprintStrategy::Id(register(registry, &format!("{topic}-value"), &avro)?)
+            Framing::Confluent { registry, .. } => {
+                let agent = self.agent.as_ref().expect("made with the framing");
+                FingerprintStrategy::Id(register(
+                    agent,
+                    registry,
+                    &format!("{topic}-value"),
+                    &avro,
+                )?)
             }
         };
         let encoder = WriterBuilder::new(schema.as_ref().clone())
@@ -127,18 +140,19 @@ fn write_schema(path: &std::path::Path, json: &str) -> anyhow::Result<()> {
 }
 
 /// Registers `schema` under `subject` (Confluent Schema Registry REST API) and returns its id.
-fn register(registry: &str, subject: &str, schema: &AvroSchema) -> anyhow::Result<u32> {
+fn register(
+    agent: &ureq::Agent,
+    registry: &str,
+    subject: &str,
+    schema: &AvroSchema,
+) -> anyhow::Result<u32> {
     let url = format!(
         "{}/subjects/{subject}/versions",
         registry.trim_end_matches('/')
     );
     let body = serde_json::json!({ "schema": schema.json_string }).to_string();
-    let agent = ureq::Agent::new_with_config(
-        ureq::Agent::config_builder()
-            .timeout_global(Some(std::time::Duration::from_secs(30)))
-            .http_status_as_error(false)
-            .build(),
-    );
+    // Errors name the registry without its password.
+    let registry = &redacted(registry);
     let mut r = agent
         .post(&url)
         .header("Content-Type", "application/vnd.schemaregistry.v1+json")
@@ -159,6 +173,64 @@ fn register(registry: &str, subject: &str, schema: &AvroSchema) -> anyhow::Resul
         .as_u64()
         .and_then(|id| u32::try_from(id).ok())
         .ok_or_else(|| anyhow::anyhow!("schema registry {registry}: no schema id in {text}"))
+}
+
+/// The HTTP client of a registry at `url`: plain HTTP, or HTTPS checked against the system's
+/// roots or, with `ca`, only against the certificates in that PEM file.
+fn registry_agent(url: &str, ca: Option<&std::path::Path>) -> anyhow::Result<ureq::Agent> {
+    use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+    let shown = redacted(url);
+    let https = url.starts_with("https://");
+    anyhow::ensure!(
+        https || url.starts_with("http://"),
+        "--schema-registry {shown:?}: give http://HOST:PORT or https://[USER:PASSWORD@]HOST:PORT"
+    );
+    let mut tls = TlsConfig::builder().root_certs(RootCerts::PlatformVerifier);
+    if let Some(ca) = ca {
+        anyhow::ensure!(
+            https,
+            "--schema-registry-ca {} applies to an https:// registry, not {shown}",
+            ca.display()
+        );
+        let pem = std::fs::read(ca)
+            .map_err(|e| anyhow::anyhow!("cannot read the CA file {}: {e}", ca.display()))?;
+        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
+            .filter_map(|i| match i {
+                Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("the CA file {} is not PEM: {e}", ca.display()))?;
+        anyhow::ensure!(
+            !certs.is_empty(),
+            "the CA file {} holds no certificate (-----BEGIN CERTIFICATE-----)",
+            ca.display()
+        );
+        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    Ok(ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .timeout_global(Some(std::time::Duration::from_secs(30)))
+            .http_status_as_error(false)
+            .tls_config(tls.build())
+            .build(),
+    ))
+}
+
+/// `url` with the password of its user information replaced by `***`.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{}", &rest[host_end..])
+        }
+        None => url.to_string(),
+    }
 }
 
 /// An Avro name: letters, digits and `_`, not starting with a digit.
@@ -366,13 +438,187 @@ mod tests {
     }
 
     #[test]
-    fn the_registry_must_be_plain_http() {
+    fn registry_urls_are_checked_and_passwords_never_shown() {
         let e = AvroEncoder::new(Framing::Confluent {
-            registry: "https://r:8081".into(),
+            registry: "ftp://u:secret@r:8081".into(),
+            ca: None,
         })
         .err()
         .unwrap()
         .to_string();
-        assert!(e.contains("http://HOST:PORT"), "{e}");
+        assert!(e.contains("https://[USER:PASSWORD@]HOST:PORT"), "{e}");
+        assert!(!e.contains("secret"), "{e}");
+        let e = AvroEncoder::new(Framing::Confluent {
+            registry: "http://r:8081".into(),
+            ca: Some("/nonexistent.pem".into()),
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("applies to an https:// registry"), "{e}");
+        assert_eq!(
+            redacted("https://svc:pa:ss@reg.example:8081/apis"),
+            "https://svc:***@reg.example:8081/apis"
+        );
+        assert_eq!(redacted("http://r:8081/a@b"), "http://r:8081/a@b");
+    }
+
+    /// A local HTTPS server (a test CA's certificate for `localhost`) stands in for the
+    /// registry: with the CA, silt registers the schema over TLS with basic authentication and
+    /// frames messages with the id it answers; without it, the certificate is refused and the
+    /// error does not show the password.
+    #[test]
+    fn an_https_registry_with_its_ca_and_basic_auth() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let d = tempfile::tempdir().unwrap();
+        let sh = |args: &[&str]| {
+            let o = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(d.path())
+                .output();
+            match o {
+                Ok(o) if o.status.success() => true,
+                Ok(o) => panic!("openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr)),
+                Err(_) => false,
+            }
+        };
+        let ca_args = [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=silt test CA",
+        ];
+        if !sh(&ca_args) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true and openssl is missing (scripts/apt-deps.sh installs it)"
+            );
+            eprintln!("SKIPPED: openssl is missing");
+            return;
+        }
+        std::fs::write(d.path().join("ext"), "subjectAltName=DNS:localhost\n").unwrap();
+        sh(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "req.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        sh(&[
+            "x509",
+            "-req",
+            "-in",
+            "req.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ]);
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let certs: Vec<_> =
+            rustls::pki_types::pem::PemObject::pem_file_iter(d.path().join("cert.pem"))
+                .unwrap()
+                .map(|c| c.unwrap())
+                .collect();
+        let key =
+            rustls::pki_types::pem::PemObject::from_pem_file(d.path().join("key.pem")).unwrap();
+        let config = std::sync::Arc::new(
+            rustls::ServerConfig::builder()
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .unwrap(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Serves connections until the test ends; answers each request with schema id 42 and
+        // hands the request head to the test.
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut tls = BufReader::new(rustls::StreamOwned::new(conn, stream));
+                let mut head = String::new();
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if tls.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                    head.push_str(&line);
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                if head.is_empty() {
+                    continue; // a handshake the client refused
+                }
+                let mut body = vec![0; len];
+                tls.read_exact(&mut body).unwrap();
+                let _ = tx.send(head);
+                let answer = "{\"id\":42}";
+                let out = tls.get_mut();
+                write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .unwrap();
+                out.flush().unwrap();
+                out.conn.send_close_notify();
+                let _ = out.flush();
+            }
+        });
+        let registry = format!("https://svc:s3cret@localhost:{port}");
+        let e = AvroEncoder::new(Framing::Confluent {
+            registry: registry.clone(),
+            ca: Some(d.path().join("ca.pem")),
+        })
+        .unwrap();
+        let rows = e.encode("t", &batch()).unwrap();
+        assert!(!rows.is_empty());
+        for r in &rows {
+            assert_eq!(&r[..5], &[0, 0, 0, 0, 42]);
+        }
+        let head = rx.recv().unwrap();
+        assert!(
+            head.starts_with("POST /subjects/t-value/versions "),
+            "{head}"
+        );
+        // "svc:s3cret" in base64.
+        assert!(head.contains("Basic c3ZjOnMzY3JldA=="), "{head}");
+
+        // Without the CA, the system's roots do not know the test CA.
+        let e = AvroEncoder::new(Framing::Confluent { registry, ca: None }).unwrap();
+        let err = format!("{:#}", e.encode("t", &batch()).err().unwrap());
+        assert!(
+            err.to_lowercase().contains("certificate") || err.contains("issuer"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "{err}");
     }
 }

@@ -684,9 +684,14 @@ pub struct MessageArgs {
     #[arg(long, default_value = "json", value_parser = ["json", "avro"])]
     pub message_format: String,
     /// With --message-format avro: register schemas in this Confluent-compatible schema
-    /// registry (http://HOST:PORT, subject TOPIC-value) and frame messages with its ids.
+    /// registry (http://HOST:PORT or https://[USER:PASSWORD@]HOST:PORT, subject TOPIC-value;
+    /// user and password go as basic authentication) and frame messages with its ids.
     #[arg(long, value_name = "URL")]
     pub schema_registry: Option<String>,
+    /// With an https:// --schema-registry: trust only the CA certificates in this PEM file
+    /// (default: the system's roots, which SSL_CERT_FILE can replace).
+    #[arg(long, value_name = "PEM")]
+    pub schema_registry_ca: Option<PathBuf>,
     /// With --message-format avro and no registry: where each schema is written as
     /// <fingerprint>.avsc (default <lake>/_silt/avro-schemas).
     #[arg(long, value_name = "DIR")]

@@ -371,6 +371,10 @@ pub fn avro_framing(
             m.schema_registry.is_none() && m.avro_schemas.is_none(),
             "--schema-registry and --avro-schemas go with --message-format avro"
         );
+        anyhow::ensure!(
+            m.schema_registry_ca.is_none(),
+            "--schema-registry-ca goes with --message-format avro --schema-registry https://..."
+        );
         return Ok(None);
     }
     Ok(Some(match &m.schema_registry {
@@ -381,6 +385,7 @@ pub fn avro_framing(
             );
             silt_kafka::avro::Framing::Confluent {
                 registry: r.clone(),
+                ca: m.schema_registry_ca.clone(),
             }
         }
         None => silt_kafka::avro::Framing::SingleObject {
