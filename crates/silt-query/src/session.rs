@@ -601,18 +601,22 @@ mod tests {
         }
     }
 
+    /// An object-store lake `s3://b/lake` kept in the directory `dir`.
+    fn bucket_lake(dir: &Path) -> Arc<RemoteLake> {
+        let store = datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap();
+        Arc::new(
+            RemoteLake::with_store("s3://b/lake", "b".into(), "lake".into(), Arc::new(store))
+                .unwrap(),
+        )
+    }
+
     /// The footers a remote scan read reach DataFusion: after the scan, every footer in the store
     /// is overwritten with garbage of the same length, and the query still reads the files (it
     /// would fail to decode them had it read the footers again).
     #[test]
     fn a_remote_scan_hands_its_footers_to_the_query() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-        let lake = Arc::new(
-            RemoteLake::with_store("s3://b/lake", "b".into(), "lake".into(), Arc::new(store))
-                .unwrap(),
-        );
+        let lake = bucket_lake(dir.path());
         let rels: Vec<String> = (1..=3)
             .map(|d| format!("t.a/dt=2024-01-0{d}/f{d}.parquet"))
             .collect();
@@ -709,12 +713,7 @@ mod tests {
     #[test]
     fn a_scan_of_named_tables_reads_no_other_table() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-        let lake = Arc::new(
-            RemoteLake::with_store("s3://b/lake", "b".into(), "lake".into(), Arc::new(store))
-                .unwrap(),
-        );
+        let lake = bucket_lake(dir.path());
         lake.put("t.a/dt=2024-01-01/f.parquet", parquet(0..10))
             .unwrap();
         lake.put("t.b/dt=2024-01-01/f.parquet", b"not parquet".to_vec())

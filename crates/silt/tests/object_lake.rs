@@ -46,6 +46,14 @@ fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `silt query --lake LAKE --format csv SQL`'s output, asserting it succeeded.
+fn query_csv(env: &[(String, String)], lake: &str, sql: &str) -> String {
+    stdout(ok(&run(
+        env,
+        &["query", "--lake", lake, "--format", "csv", sql],
+    )))
+}
+
 #[test]
 fn import_query_tables_and_ddl_agree_with_a_local_lake() {
     let Some(env) = minio() else { return };
@@ -440,17 +448,7 @@ fn killed_imports_leave_every_row_once() {
     ok(&o);
     let said = String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o);
     assert!(said.contains("interrupted import"), "{said}");
-    let count = stdout(ok(&run(
-        &env,
-        &[
-            "query",
-            "--lake",
-            &s3,
-            "--format",
-            "csv",
-            "SELECT count(*) AS n FROM zeek.conn",
-        ],
-    )));
+    let count = query_csv(&env, &s3, "SELECT count(*) AS n FROM zeek.conn");
     let row = count.lines().nth(1).unwrap().to_string();
     assert_eq!(row, expected, "killed {killed} runs");
     let journals: Vec<String> = remote
@@ -463,17 +461,7 @@ fn killed_imports_leave_every_row_once() {
     assert!(journals.is_empty(), "{journals:?}");
     // A second complete run is skipped: still once.
     ok(&run(&env, &args));
-    let again = stdout(ok(&run(
-        &env,
-        &[
-            "query",
-            "--lake",
-            &s3,
-            "--format",
-            "csv",
-            "SELECT count(*) FROM zeek.conn",
-        ],
-    )));
+    let again = query_csv(&env, &s3, "SELECT count(*) FROM zeek.conn");
     assert_eq!(again.lines().nth(1).unwrap(), expected);
 }
 
@@ -644,32 +632,16 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
         ],
         "{rep}"
     );
-    let left = stdout(ok(&run(
-        &env,
-        &[
-            "query",
-            "--lake",
-            &s3,
-            "--format",
-            "csv",
-            "SELECT sum(a) AS a FROM app.events",
-        ],
-    )));
+    let left = query_csv(&env, &s3, "SELECT sum(a) AS a FROM app.events");
     assert_eq!(left.lines().nth(1), Some("2"), "{left}");
     assert_eq!(glob_rows(remote, "zeek.conn"), (0, 0));
     // The emptied table keeps its columns (a schema kept in _silt/tables/): zero rows, not
     // "table not found".
-    let empty = stdout(ok(&run(
+    let empty = query_csv(
         &env,
-        &[
-            "query",
-            "--lake",
-            &s3,
-            "--format",
-            "csv",
-            "SELECT count(*) AS n, count(id.orig_h) AS h, max(dt) AS d FROM zeek.conn",
-        ],
-    )));
+        &s3,
+        "SELECT count(*) AS n, count(id.orig_h) AS h, max(dt) AS d FROM zeek.conn",
+    );
     assert_eq!(empty.trim(), "n,h,d\n0,0,", "{empty}");
     let tables = stdout(ok(&run(&env, &["tables", "--lake", &s3, "--json"])));
     assert!(tables.contains("\"zeek.conn\""), "{tables}");
