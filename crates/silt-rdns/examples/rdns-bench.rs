@@ -2,7 +2,12 @@
 //! memory budget and measures lookups. Touches only `--dir` (default ./rdns-bench-data).
 //!
 //! `rdns-bench --rows 20000000 [--memory-mib 256] [--block 128] [--level 9] [--dict 32768]
-//!  [--no-templates] [--sorted] [--queries 2000000] [--dir D] [--reuse] [--keep]`
+//!  [--no-templates] [--sorted] [--queries 2000000] [--dir D] [--reuse] [--keep] [--kv]`
+//!
+//! `--kv` also loads the index's pairs (in key order, one write transaction per million) into
+//! redb, an embedded key-value store (B-tree, pure Rust; the address as 4 or 16 big-endian bytes,
+//! the name as the value), and runs the same queries against it in the same run: bytes on disk
+//! and lookups/s side by side with the index's.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -29,6 +34,7 @@ struct Args {
     reuse: bool,
     keep: bool,
     skip_build: bool,
+    kv: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -45,6 +51,7 @@ fn parse_args() -> Result<Args> {
         reuse: false,
         keep: false,
         skip_build: false,
+        kv: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -62,6 +69,7 @@ fn parse_args() -> Result<Args> {
             "--reuse" => a.reuse = true,
             "--keep" => a.keep = true,
             "--skip-build" => a.skip_build = true,
+            "--kv" => a.kv = true,
             _ => bail!("unknown argument {k} (see the doc comment of src/bin/rdns-bench.rs)"),
         }
     }
@@ -313,12 +321,113 @@ fn main() -> Result<()> {
     }
     let s1 = zipf_q.len() as f64 / t.elapsed().as_secs_f64();
     println!("  zipf-100k second pass (caches warm): lookup 1 thr {:.2} M/s  lookup_many 1 thr {:.2} M/s", s1 / 1e6, b / 1e6);
+    if a.kv {
+        kv_compare(
+            &a,
+            &idx_path,
+            &[
+                ("present", &present_q),
+                ("absent", &absent_q),
+                ("zipf-100k", &zipf_q),
+            ],
+        )?;
+    }
     println!(
         "peak RSS of the whole run: {:.1} MiB",
         mib(silt_rdns::peak_rss_bytes().unwrap_or(0))
     );
     if !a.keep {
         let _ = std::fs::remove_file(&idx_path);
+    }
+    Ok(())
+}
+
+const KV: redb::TableDefinition<&[u8], &str> = redb::TableDefinition::new("rdns");
+
+/// An address as a redb key: 4 or 16 big-endian bytes.
+fn kv_key(ip: &IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    }
+}
+
+/// The key-value store comparison (`--kv`): the index's pairs loaded into redb, then the same
+/// query sets, single lookups on one thread, cold (the file's pages dropped first) and warm.
+fn kv_compare(
+    a: &Args,
+    idx_path: &std::path::Path,
+    sets: &[(&str, &Vec<Option<IpAddr>>)],
+) -> Result<()> {
+    use redb::{ReadableDatabase, ReadableTableMetadata};
+    let path = a.dir.join(format!("rdns-{}.redb", a.rows));
+    let _ = std::fs::remove_file(&path);
+    let idx = RdnsIndex::open(idx_path)?;
+    let t = Instant::now();
+    let db = redb::Database::create(&path)?;
+    let mut pairs: Vec<(Vec<u8>, String)> = Vec::with_capacity(1 << 20);
+    let load = |pairs: &mut Vec<(Vec<u8>, String)>| -> Result<()> {
+        let w = db.begin_write()?;
+        {
+            let mut table = w.open_table(KV)?;
+            for (k, v) in pairs.drain(..) {
+                table.insert(k.as_slice(), v.as_str())?;
+            }
+        }
+        w.commit()?;
+        Ok(())
+    };
+    let mut err = None;
+    idx.for_each(|ip, name| {
+        pairs.push((kv_key(&ip), name.to_string()));
+        if pairs.len() == 1 << 20 && err.is_none() {
+            err = load(&mut pairs).err();
+        }
+    })?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    load(&mut pairs)?;
+    let entries = db.begin_read()?.open_table(KV)?.len()?;
+    let loaded = t.elapsed().as_secs_f64();
+    drop(db);
+    let mut db = redb::Database::open(&path)?;
+    let t = Instant::now();
+    db.compact()?;
+    let compacted = t.elapsed().as_secs_f64();
+    drop(db);
+    let kv_bytes = std::fs::metadata(&path)?.len();
+    let idx_bytes = std::fs::metadata(idx_path)?.len();
+    println!(
+        "redb: {entries} entries loaded in {loaded:.1} s, compacted in {compacted:.1} s; {:.1} MiB on disk = {:.1}x the index ({:.1} MiB)",
+        mib(kv_bytes),
+        kv_bytes as f64 / idx_bytes as f64,
+        mib(idx_bytes)
+    );
+    for (name, qs) in sets {
+        for cold in [true, false] {
+            if cold {
+                drop_cache(&path);
+            }
+            let db = redb::Database::open(&path)?;
+            let r = db.begin_read()?;
+            let table = r.open_table(KV)?;
+            let t = Instant::now();
+            let mut hits = 0u64;
+            for ip in qs.iter().flatten() {
+                hits += u64::from(table.get(kv_key(ip).as_slice())?.is_some());
+            }
+            let single = qs.len() as f64 / t.elapsed().as_secs_f64();
+            println!(
+                "  redb {name:<10} {:<5} hits {:>5.1} %  get 1 thr {:>6.2} M/s",
+                if cold { "cold" } else { "warm" },
+                100.0 * hits as f64 / qs.len() as f64,
+                single / 1e6
+            );
+        }
+    }
+    if !a.keep {
+        let _ = std::fs::remove_file(&path);
     }
     Ok(())
 }
