@@ -52,6 +52,39 @@ pub async fn open_for(lake: &Path, sql: &str) -> anyhow::Result<SiltSession> {
     SiltSession::open_tables(lake, tables_named(sql)).await
 }
 
+/// DataFusion's "table 'datafusion.zeek.nope' not found" said as what is wrong and what there
+/// is instead: `tables` (`Err` when they could not be listed) in `lake`. Other errors are
+/// returned as they are.
+pub fn explain_missing_table(
+    e: anyhow::Error,
+    lake: &str,
+    tables: anyhow::Result<Vec<TableName>>,
+) -> anyhow::Error {
+    let msg = format!("{e:#}");
+    let Some(name) = msg
+        .split("table '")
+        .nth(1)
+        .and_then(|r| r.split_once("' not found"))
+        .map(|(n, _)| n.trim_start_matches("datafusion.").to_string())
+    else {
+        return e;
+    };
+    let have = match tables {
+        Ok(t) if t.is_empty() => "it has no tables yet".to_string(),
+        Ok(t) => format!(
+            "its tables: {}",
+            t.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(_) => "its tables cannot be listed".to_string(),
+    };
+    anyhow::anyhow!(
+        "table {name} is not in the lake {lake} ({have}); `silt tables --lake {lake}` shows each with its rows and time range"
+    )
+}
+
 /// The lake tables `sql` reads (`module.type` or `datafusion.module.type`, unquoted names
 /// lower-cased as DataFusion does), or `None` when that cannot be told from the text: a
 /// statement other than a query (`SHOW TABLES`, `DESCRIBE`), a look at `information_schema`,

@@ -343,7 +343,11 @@ impl Shared {
     /// Runs one read-only statement over the lake and the rows in memory.
     pub async fn run_query(&self, sql: &str) -> anyhow::Result<silt_query::QueryResult> {
         let (session, _pin) = self.session()?;
-        session.query(sql).await
+        let lake = session.lake().root.display().to_string();
+        session
+            .query(sql)
+            .await
+            .map_err(|e| silt_query::explain_missing_table(e, &lake, Ok(session.tables())))
     }
 }
 

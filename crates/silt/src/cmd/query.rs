@@ -59,7 +59,11 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
                 Ok((r.num_rows() as u64, r.stats))
             }
         })
-        .map_err(|e| explain_missing_table(e, &lake))
+        // The session opened only the tables the SQL names: the lake is listed again.
+        .map_err(|e| {
+            let tables = silt_lake::remote::LakeRoot::open(&lake).and_then(|l| l.tables());
+            silt_query::explain_missing_table(e, &lake.display().to_string(), tables)
+        })
     };
     let (rows, stats) = match &a.output {
         Some(path) => {
@@ -99,33 +103,6 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         eprintln!("{stats}");
     }
     Ok(0)
-}
-
-/// DataFusion's "table 'datafusion.zeek.nope' not found", said as what is wrong and what the
-/// lake has instead (the query opened only the tables it names, so the lake is listed again).
-fn explain_missing_table(e: anyhow::Error, lake: &std::path::Path) -> anyhow::Error {
-    let msg = format!("{e:#}");
-    let Some(name) = msg
-        .split("table '")
-        .nth(1)
-        .and_then(|r| r.split_once("' not found"))
-        .map(|(n, _)| n.trim_start_matches("datafusion."))
-    else {
-        return e;
-    };
-    let tables = silt_lake::remote::LakeRoot::open(lake)
-        .and_then(|l| l.tables())
-        .map(|t| t.iter().map(|t| t.to_string()).collect::<Vec<_>>());
-    let have = match tables {
-        Ok(t) if t.is_empty() => "it has no tables yet".to_string(),
-        Ok(t) => format!("its tables: {}", t.join(", ")),
-        Err(_) => "its tables cannot be listed".to_string(),
-    };
-    anyhow::anyhow!(
-        "table {name} is not in the lake {} ({have}); `silt tables --lake {}` shows each with its rows and time range",
-        lake.display(),
-        lake.display()
-    )
 }
 
 /// `--server`: the query runs on a `silt serve` (its `/v1/query`, Arrow IPC on the wire), and
