@@ -128,6 +128,24 @@ pub fn unify_schemas(a: &Schema, b: &Schema) -> Schema {
     Schema::new_with_metadata(unify_fields(a.fields(), b.fields()), md)
 }
 
+/// The unification of `schemas` in order, keeping the first one's metadata (files written at
+/// different times may disagree on it); an empty schema without any.
+pub fn unify_all<'a>(schemas: impl IntoIterator<Item = &'a SchemaRef>) -> Schema {
+    let mut unified: Option<Schema> = None;
+    for s in schemas {
+        unified = Some(match unified {
+            None => s.as_ref().clone(),
+            Some(u) => {
+                let md = u.metadata().clone();
+                let mut n = unify_schemas(&u, s);
+                n.metadata = md;
+                n
+            }
+        });
+    }
+    unified.unwrap_or_else(Schema::empty)
+}
+
 /// Reshapes `batch` to `target` (a schema that [`unify_schemas`] produced from the batch's own):
 /// missing columns become nulls, types are widened or rendered as text, and nested fields take
 /// the target's names, order, nullability and metadata. Schema-level metadata is the target's:

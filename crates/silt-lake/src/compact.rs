@@ -519,7 +519,7 @@ fn table_schema(
         .iter()
         .filter_map(|(f, _)| file_schema(files, f).map(|s| (f.path.clone(), s)))
         .collect();
-    let unified = Arc::new(crate::emptied::unify_all(schemas.iter().map(|(_, s)| s)));
+    let unified = Arc::new(silt_core::schema::unify_all(schemas.iter().map(|(_, s)| s)));
     let disagree = schemas
         .iter()
         .filter(|(_, s)| {

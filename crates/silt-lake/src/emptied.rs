@@ -110,23 +110,6 @@ where
     })
 }
 
-/// The unification of `schemas`, with the first one's metadata; empty without any.
-pub fn unify_all<'a>(schemas: impl IntoIterator<Item = &'a SchemaRef>) -> Schema {
-    let mut unified: Option<Schema> = None;
-    for s in schemas {
-        unified = Some(match unified {
-            None => s.as_ref().clone(),
-            Some(u) => {
-                let md = u.metadata().clone();
-                let mut n = silt_core::schema::unify_schemas(&u, s);
-                n.metadata = md;
-                n
-            }
-        });
-    }
-    unified.unwrap_or_else(Schema::empty)
-}
-
 /// Reads the schemas of a local table's `files` (paths with their store kinds) and keeps their
 /// unification as the table's schema; files that cannot be read are left out (a table none of
 /// whose files can be read keeps nothing).
@@ -146,7 +129,7 @@ pub fn keep_local(
     if schemas.is_empty() {
         return Ok(());
     }
-    save(root, table, &unify_all(&schemas), month)
+    save(root, table, &silt_core::schema::unify_all(&schemas), month)
 }
 
 #[cfg(test)]

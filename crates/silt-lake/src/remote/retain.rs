@@ -152,7 +152,7 @@ fn keep_schema_if_emptied(
         return Ok(());
     }
     let month = drop.iter().any(|rel| rel.starts_with("month="));
-    let bytes = emptied::encode(&emptied::unify_all(&schemas), month)?;
+    let bytes = emptied::encode(&silt_core::schema::unify_all(&schemas), month)?;
     lake.put(&emptied::rel(table), bytes)
 }
 
