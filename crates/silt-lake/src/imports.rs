@@ -35,6 +35,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash64;
 
+use crate::claims::Fence;
 use crate::config::TableFormat;
 use crate::publish::{self, PendingFile, PublishedFile, Publisher};
 
@@ -303,25 +304,7 @@ impl ImportLog {
             // The run may have committed its files to a Delta log before it died: the log
             // must stop naming them before they go.
             crate::delta::uncommit(&self.root, &rels, "silt recovery")?;
-            for rel in rels {
-                let file = self.root.join(&rel);
-                match fs::remove_file(&file) {
-                    Ok(()) => {
-                        rec.files += 1;
-                        rec.paths.push(file.clone());
-                        publish::sync_dir(file.parent().unwrap_or(&self.root));
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(e).with_context(|| {
-                            format!(
-                                "cannot remove {} of the interrupted import {run}",
-                                file.display()
-                            )
-                        })
-                    }
-                }
-            }
+            remove_files(&self.root, &rels, run, &mut rec)?;
             fs::remove_file(&p)?;
             rec.runs.push(run.to_string());
         }
@@ -384,6 +367,36 @@ fn in_flight(dir: &Path) -> anyhow::Result<std::collections::HashSet<String>> {
     Ok(out)
 }
 
+/// Removes the files `rels` (relative to `root`) of the run `run` that will not finish, adding
+/// them to `rec`; files already gone are skipped.
+fn remove_files(
+    root: &Path,
+    rels: &[String],
+    run: &str,
+    rec: &mut Recovered,
+) -> anyhow::Result<()> {
+    for rel in rels {
+        let file = root.join(rel);
+        match fs::remove_file(&file) {
+            Ok(()) => {
+                rec.files += 1;
+                rec.paths.push(file.clone());
+                publish::sync_dir(file.parent().unwrap_or(root));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot remove {} of the interrupted import {run}",
+                        file.display()
+                    )
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A new run's id: its start time (for a readable order) and 8 random hex digits.
 pub(crate) fn new_run_id() -> String {
     format!(
@@ -435,6 +448,32 @@ impl Run {
         wal_upto: Option<u64>,
         kafka: KafkaPositions,
     ) -> anyhow::Result<RunRecord> {
+        self.finish_fenced(inputs, files, wal_upto, kafka, &Fence::default())
+    }
+
+    /// [`Run::finish_with`] for a flush holding records of the Kafka partitions `fence` names:
+    /// it is recorded only while their claims stand ([`crate::claims`]). A fenced flush removes
+    /// its files and journal and fails with [`crate::claims::Fenced`].
+    pub fn finish_fenced(
+        self,
+        inputs: Vec<InputIdentity>,
+        files: &[PublishedFile],
+        wal_upto: Option<u64>,
+        kafka: KafkaPositions,
+        fence: &Fence,
+    ) -> anyhow::Result<RunRecord> {
+        // Held until the record is in place: a claim made meanwhile waits for it.
+        let _held = match fence.hold(&self.root) {
+            Ok(h) => h,
+            Err(e) if e.is::<crate::claims::Fenced>() => {
+                let removed = self.abandon()?;
+                tracing::warn!(
+                    "{e}; removed the {removed} file(s) this flush had published (their records are the new owner's)"
+                );
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         let rec = RunRecord {
             wal_upto,
             kafka,
@@ -487,6 +526,25 @@ impl Run {
         fs::remove_file(&self.journal)?;
         publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
         Ok(rec)
+    }
+}
+
+impl Run {
+    /// Gives the run up: the files its journal lists are removed, then the journal; returns
+    /// how many files were removed.
+    pub fn abandon(self) -> anyhow::Result<usize> {
+        let text = fs::read_to_string(&self.journal)
+            .with_context(|| format!("cannot read {}", self.journal.display()))?;
+        let rels: Vec<String> = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mut rec = Recovered::default();
+        remove_files(&self.root, &rels, &self.id, &mut rec)?;
+        fs::remove_file(&self.journal)?;
+        publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
+        Ok(rec.files)
     }
 }
 
@@ -660,5 +718,47 @@ mod tests {
         let k = a.kafka_positions().unwrap();
         assert_eq!(k["t"][&0], 100);
         assert_eq!(k["t"][&1], 50);
+    }
+
+    /// A member that stalled past its session while flushing: another member claimed its
+    /// partition meanwhile, so the flush removes what it published and records nothing; the
+    /// new owner's flush goes through.
+    #[test]
+    fn a_fenced_flush_removes_its_files_and_records_nothing() {
+        use crate::claims::{claim, Fence, Fenced};
+        let d = tempfile::tempdir().unwrap();
+        let a = ImportLog::open_instance(d.path(), Some("a")).unwrap();
+        let b = ImportLog::open_instance(d.path(), Some("b")).unwrap();
+        let parts = vec![("t".to_string(), 0)];
+        let ta = claim(d.path(), "a", &parts).unwrap();
+        let run = a.begin().unwrap();
+        let journal = run.journal.clone();
+        let f = d.path().join("t.x/a.parquet");
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(&f, b"data").unwrap();
+        run.file
+            .try_clone()
+            .unwrap()
+            .write_all(b"t.x/a.parquet\n")
+            .unwrap();
+        let tb = claim(d.path(), "b", &parts).unwrap();
+        let mut pos = KafkaPositions::new();
+        pos.entry("t".into()).or_default().insert(0, 10);
+        let fence = |token: &str| Fence {
+            partitions: vec![("t".into(), 0, Some(token.to_string()))],
+        };
+        let e = run
+            .finish_fenced(vec![], &[], Some(5), pos.clone(), &fence(&ta))
+            .unwrap_err();
+        assert!(e.is::<Fenced>(), "{e:#}");
+        assert!(!f.exists(), "the fenced flush's file is gone");
+        assert!(!journal.exists());
+        assert_eq!(a.wal_covered().unwrap(), None, "nothing recorded");
+        assert!(a.kafka_positions().unwrap().is_empty());
+        b.begin()
+            .unwrap()
+            .finish_fenced(vec![], &[], Some(2), pos, &fence(&tb))
+            .unwrap();
+        assert_eq!(b.kafka_positions().unwrap()["t"][&0], 10);
     }
 }

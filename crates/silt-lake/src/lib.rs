@@ -37,6 +37,7 @@
 mod background;
 mod bloom;
 pub mod catalog;
+pub mod claims;
 pub mod compact;
 pub mod config;
 pub mod ddl;

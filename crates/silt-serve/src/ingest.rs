@@ -39,6 +39,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arrow::record_batch::RecordBatch;
 use silt_core::{Checkpoint, Committed, Emit, FormatOptions, Reject, Sink, TableName, Transform};
+use silt_lake::claims::{Fence, Fenced};
 use silt_lake::imports::{merge_positions, ImportLog, KafkaPositions};
 use silt_lake::publish::DirectoryPublisher;
 use silt_lake::{LakeWriter, WriterConfig};
@@ -87,6 +88,10 @@ pub struct IngestStats {
     pub last_error: Mutex<Option<String>>,
     /// Kafka positions the lake holds (this instance's flush record, as of its last flush).
     pub kafka_flushed: Mutex<KafkaPositions>,
+    /// The token of the assignment under which this member holds each Kafka partition
+    /// ([`silt_lake::claims`]): a flush with records of a partition whose claim has moved on is
+    /// fenced.
+    pub kafka_claims: Mutex<HashMap<(String, i32), String>>,
     /// A source waiting for its records to reach the lake (a Kafka rebalance) asks for the
     /// generation holding log record `seal_upto` to be sealed now, not at its age.
     pub seal_upto: AtomicU64,
@@ -556,11 +561,24 @@ fn flush_loop(
         let mut delay = Duration::from_millis(200);
         let mut upto = positions.clone();
         merge_positions(&mut upto, &gen.kafka);
+        // The claims the generation's Kafka records were read under (taken now: a partition is
+        // claimed anew only after everything read under its old claim was flushed).
+        let fence = {
+            let claims = stats.kafka_claims.lock().expect("not poisoned");
+            Fence {
+                partitions: gen
+                    .kafka
+                    .iter()
+                    .flat_map(|(t, ps)| ps.keys().map(move |p| (t, *p)))
+                    .map(|(t, p)| (t.clone(), p, claims.get(&(t.clone(), p)).cloned()))
+                    .collect(),
+            }
+        };
         loop {
             match flush(
                 &gen,
                 &log,
-                upto.clone(),
+                (upto.clone(), &fence),
                 &writer,
                 &live,
                 std::mem::take(&mut failed),
@@ -581,6 +599,15 @@ fn flush_loop(
                     settled.set(gen.id);
                     break;
                 }
+                Err(e) if e.is::<Fenced>() => {
+                    // Another member owns the records now (the flush removed its files). What
+                    // other sources sent stays in the log for the next start; this process must
+                    // not go on holding partitions the group gave away.
+                    tracing::error!(
+                        "kafka: {e:#}; exiting (status 75) without publishing them: the new owner read them again from the lake's positions. Restart silt serve to rejoin the group (other sources' events are kept in the log and replayed then)"
+                    );
+                    std::process::exit(75);
+                }
                 Err(e) => {
                     failed = true;
                     stats.flush_failures.fetch_add(1, Ordering::Relaxed);
@@ -600,7 +627,7 @@ fn flush_loop(
 fn flush(
     gen: &Generation,
     log: &ImportLog,
-    kafka: KafkaPositions,
+    (kafka, fence): (KafkaPositions, &Fence),
     cfg: &WriterConfig,
     live: &Live,
     recover: bool,
@@ -630,7 +657,7 @@ fn flush(
     }
     let paths: Vec<PathBuf> = summary.files.iter().map(|f| f.path.clone()).collect();
     let index = update.current.with_files(&paths)?;
-    run.finish_with(vec![], &summary.files, Some(gen.upto), kafka)?;
+    run.finish_fenced(vec![], &summary.files, Some(gen.upto), kafka, fence)?;
     update.published(gen.id, index);
     let rows = summary.files.iter().map(|f| f.rows).sum();
     Ok((summary.files.len() as u64, rows))

@@ -25,11 +25,15 @@
 //!    files of a flush in progress are removed by the next start or assignment, and the records
 //!    are read again from the recorded offsets.
 //!
-//! What this cannot fence: a member that stalls longer than `max.poll.interval.ms` without
-//! crashing is expelled by the group, and if it then resumes and flushes, those rows are written
-//! twice. The interval is 300 s by default; a flush that takes that long is reported as an error.
+//! 4. **A member that stalled is fenced.** A member that stops without dying (SIGSTOP, a frozen
+//!    VM) longer than the group's session timeout, or that takes longer than
+//!    `max.poll.interval.ms` to flush at a rebalance, is expelled and its partitions go to
+//!    another member, which claims them in the lake ([`silt_lake::claims`]) before reading
+//!    where the lake ends. When the stalled member wakes and flushes, its flush finds the claims
+//!    moved: it removes the files it had published, records nothing, and the process exits with
+//!    status 75 (other sources' events stay in its log for the next start).
 //!
-//! Touches the network, the log and (at assignment) the import record.
+//! Touches the network, the log and (at assignment) the import record and the partition claims.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -210,6 +214,8 @@ struct Gathered {
 /// What the consumer thread and the rebalance callback share.
 struct State {
     lake: std::path::PathBuf,
+    /// `--instance` (empty for the unnamed instance), for the partitions' claims.
+    instance: String,
     shared: Arc<Shared>,
     spec: KafkaSpec,
     /// (hashbrown, as the maps below: looked up per message.)
@@ -321,6 +327,26 @@ impl State {
         consumer: &BaseConsumer<Ctx>,
         tpl: &mut TopicPartitionList,
     ) -> anyhow::Result<()> {
+        let elements: Vec<(String, i32)> = tpl
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        // Claimed before the lake's positions are read: a member that stalled while holding
+        // these partitions cannot record a flush of them from now on (it would be fenced), and
+        // one it recorded before this is among the positions read below.
+        let token = silt_lake::claims::claim(&self.lake, &self.instance, &elements)?;
+        {
+            let mut claims = self
+                .shared
+                .ingest
+                .kafka_claims
+                .lock()
+                .expect("not poisoned");
+            for k in &elements {
+                claims.insert(k.clone(), token.clone());
+            }
+        }
         let log = ImportLog::open(&self.lake)?;
         // Files of flushes that died (any instance's) hold records past their recorded offsets:
         // they go before anyone reads those records again.
@@ -339,11 +365,6 @@ impl State {
             );
         }
         let positions = log.kafka_positions()?;
-        let elements: Vec<(String, i32)> = tpl
-            .elements()
-            .iter()
-            .map(|e| (e.topic().to_string(), e.partition()))
-            .collect();
         // Partitions the lake has never seen start at the group's committed offset, else at
         // the earliest or latest offset (`--kafka-start`).
         let committed = if elements
@@ -703,6 +724,7 @@ fn message_meta(m: &silt_kafka::rdkafka::message::BorrowedMessage<'_>) -> Messag
 pub fn start(
     spec: KafkaSpec,
     lake: std::path::PathBuf,
+    instance: String,
     shared: Arc<Shared>,
     stats: Arc<KafkaStats>,
     mut stopping: tokio::sync::watch::Receiver<bool>,
@@ -717,6 +739,7 @@ pub fn start(
     let splices = spec.splices()?;
     let state = Arc::new(State {
         lake,
+        instance,
         shared,
         routes,
         splices,

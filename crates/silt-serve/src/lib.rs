@@ -684,6 +684,7 @@ impl Server {
             let h = kafka::start(
                 spec,
                 lake.clone(),
+                cfg.instance.clone().unwrap_or_default(),
                 shared.clone(),
                 shared.kafka.clone(),
                 stopped.clone(),

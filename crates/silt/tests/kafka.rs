@@ -541,13 +541,28 @@ fn message_attributes_as_columns() {
 
 /// A `silt serve` group member on `lake`.
 fn member(lake: &Path, name: &str, broker: &str, topic: &str, group: &str, log: &Path) -> Child {
+    member_with(
+        lake,
+        name,
+        (broker, topic, group),
+        log,
+        &["--http", "none", "--flush-age", "1s"],
+    )
+}
+
+/// [`member`] with the options `more` (which must give `--http` and `--flush-age`).
+fn member_with(
+    lake: &Path,
+    name: &str,
+    (broker, topic, group): (&str, &str, &str),
+    log: &Path,
+    more: &[&str],
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_silt"))
         .args([
             "serve",
             "--lake",
             p(lake),
-            "--http",
-            "none",
             "--instance",
             name,
             "--kafka",
@@ -556,9 +571,8 @@ fn member(lake: &Path, name: &str, broker: &str, topic: &str, group: &str, log: 
             group,
             "--topic",
             &format!("{topic}=json:app.ids"),
-            "--flush-age",
-            "1s",
         ])
+        .args(more)
         .stdout(Stdio::null())
         .stderr(
             std::fs::OpenOptions::new()
@@ -695,6 +709,115 @@ fn exactly_once_with_two_members_one_killed_ten_times() {
     assert!(
         logs_text.contains("(lake)"),
         "members resumed from the lake:\n{logs_text}"
+    );
+}
+
+/// A member stopped (SIGSTOP) past its group session while it holds records it has not flushed
+/// is a zombie: the other member takes its partitions over and writes those records. When the
+/// stopped one resumes, its flush finds the partitions claimed by the other member: it removes
+/// what it published, records nothing and exits with status 75, and the lake holds every record
+/// once. (Without the fence the lake ends with each of them twice.)
+#[test]
+fn a_member_stopped_past_its_session_is_fenced() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let t = topic("fence", 3);
+    let group = format!("fz-{t}");
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let logs = [d.path().join("a.log"), d.path().join("b.log")];
+    let n = 20_000u64;
+    client(&py, &["produce-ids", &broker, &t, "0", &n.to_string()]);
+    let short_session = [
+        "--kafka-option",
+        "session.timeout.ms=6000",
+        "--kafka-option",
+        "heartbeat.interval.ms=1000",
+    ];
+    let port = free_port();
+    let http = format!("127.0.0.1:{port}");
+    let server = format!("http://{http}");
+    let mut a_args = vec!["--http", http.as_str(), "--flush-age", "10m"];
+    a_args.extend(short_session);
+    let mut a = member_with(&lake, "a", (&broker, &t, &group), &logs[0], &a_args);
+    // Member a has read every record (its queries see them) but flushed none of them.
+    let t0 = Instant::now();
+    let live = loop {
+        let q = common::silt(&[
+            "query",
+            "--server",
+            &server,
+            "--format",
+            "csv",
+            "SELECT count(*) FROM app.ids",
+        ]);
+        let c: u64 = String::from_utf8_lossy(&q.stdout)
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or(0);
+        if c >= n || t0.elapsed() > Duration::from_secs(120) {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(live, n, "member a consumed every record");
+    assert_eq!(
+        wait_rows(&lake, "app.ids", 1, 0),
+        (0, 0),
+        "a flushed nothing"
+    );
+    let signal = |sig: &str, c: &Child| {
+        assert!(Command::new("kill")
+            .args([sig, &c.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP", &a);
+    let mut b_args = vec!["--http", "none", "--flush-age", "1s"];
+    b_args.extend(short_session);
+    let b = member_with(&lake, "b", (&broker, &t, &group), &logs[1], &b_args);
+    let read = |l: &Path| std::fs::read_to_string(l).unwrap_or_default();
+    assert_eq!(
+        wait_rows(&lake, "app.ids", n, 120),
+        (n, n),
+        "member b took every partition over once a's session ended; b's log:\n{}",
+        read(&logs[1])
+    );
+    signal("-CONT", &a);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = a.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = a.kill();
+            panic!("the resumed zombie did not stop: {}", read(&logs[0]));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let a_log = read(&logs[0]);
+    assert_eq!(status.code(), Some(75), "{a_log}");
+    assert!(
+        a_log.contains("fenced: ") && a_log.contains("instance \"b\""),
+        "a says why it stopped:\n{a_log}"
+    );
+    assert_eq!(counts(&lake, "app.ids"), (n, n), "{a_log}");
+    // Member b goes on alone.
+    client(
+        &py,
+        &["produce-ids", &broker, &t, &n.to_string(), &n.to_string()],
+    );
+    let after = wait_rows(&lake, "app.ids", 2 * n, 120);
+    stop(b);
+    assert_eq!(after, (2 * n, 2 * n), "{}", read(&logs[1]));
+    assert_eq!(counts(&lake, "app.ids"), (2 * n, 2 * n));
+    let v: serde_json::Value =
+        serde_json::from_str(&client(&py, &["offsets", &broker, &group, &t])).unwrap();
+    assert_eq!(
+        v["committed"], v["end"],
+        "committed offsets are the end offsets"
     );
 }
 
