@@ -527,9 +527,7 @@ impl Run {
         publish::sync_dir(self.done.parent().unwrap_or(Path::new(".")));
         Ok(rec)
     }
-}
 
-impl Run {
     /// Gives the run up: the files its journal lists are removed, then the journal; returns
     /// how many files were removed.
     pub fn abandon(self) -> anyhow::Result<usize> {
