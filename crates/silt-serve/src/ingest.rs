@@ -563,17 +563,17 @@ fn flush_loop(
         merge_positions(&mut upto, &gen.kafka);
         // The claims the generation's Kafka records were read under (taken now: a partition is
         // claimed anew only after everything read under its old claim was flushed).
-        let fence = {
+        let mut fence = Fence::default();
+        {
             let claims = stats.kafka_claims.lock().expect("not poisoned");
-            Fence {
-                partitions: gen
-                    .kafka
-                    .iter()
-                    .flat_map(|(t, ps)| ps.keys().map(move |p| (t, *p)))
-                    .map(|(t, p)| (t.clone(), p, claims.get(&(t.clone(), p)).cloned()))
-                    .collect(),
+            for (topic, ps) in &gen.kafka {
+                for p in ps.keys() {
+                    let k = (topic.clone(), *p);
+                    let token = claims.get(&k).cloned();
+                    fence.partitions.push((k.0, k.1, token));
+                }
             }
-        };
+        }
         loop {
             match flush(
                 &gen,

@@ -603,18 +603,20 @@ fn stop(mut c: Child) {
 
 /// Waits until `table` holds `n` rows (or `secs` pass); returns the last counts.
 fn wait_rows(lake: &Path, table: &str, n: u64, secs: u64) -> (u64, u64) {
+    wait_rows_at(&["--lake", p(lake)], table, n, secs)
+}
+
+/// [`wait_rows`] asking `at` (`--lake DIR` or `--server URL`).
+fn wait_rows_at(at: &[&str], table: &str, n: u64, secs: u64) -> (u64, u64) {
     let t0 = Instant::now();
+    let sql = format!("SELECT count(*) || '/' || count(DISTINCT id) FROM {table}");
     loop {
         // The table appears with the first flush (and may be missing again for a moment
         // while a member's interrupted flush is undone).
-        let q = common::silt(&[
-            "query",
-            "--lake",
-            p(lake),
-            "--format",
-            "csv",
-            &format!("SELECT count(*) || '/' || count(DISTINCT id) FROM {table}"),
-        ]);
+        let mut args = vec!["query"];
+        args.extend(at);
+        args.extend(["--format", "csv", &sql]);
+        let q = common::silt(&args);
         let text = String::from_utf8_lossy(&q.stdout).to_string();
         let c = text
             .lines()
@@ -741,27 +743,11 @@ fn a_member_stopped_past_its_session_is_fenced() {
     a_args.extend(short_session);
     let mut a = member_with(&lake, "a", (&broker, &t, &group), &logs[0], &a_args);
     // Member a has read every record (its queries see them) but flushed none of them.
-    let t0 = Instant::now();
-    let live = loop {
-        let q = common::silt(&[
-            "query",
-            "--server",
-            &server,
-            "--format",
-            "csv",
-            "SELECT count(*) FROM app.ids",
-        ]);
-        let c: u64 = String::from_utf8_lossy(&q.stdout)
-            .lines()
-            .nth(1)
-            .and_then(|l| l.trim().parse().ok())
-            .unwrap_or(0);
-        if c >= n || t0.elapsed() > Duration::from_secs(120) {
-            break c;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    };
-    assert_eq!(live, n, "member a consumed every record");
+    assert_eq!(
+        wait_rows_at(&["--server", &server], "app.ids", n, 120),
+        (n, n),
+        "member a consumed every record"
+    );
     assert_eq!(
         wait_rows(&lake, "app.ids", 1, 0),
         (0, 0),
