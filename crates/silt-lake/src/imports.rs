@@ -128,6 +128,17 @@ pub fn merge_positions(into: &mut KafkaPositions, from: &KafkaPositions) {
     }
 }
 
+/// The name (in `_silt/imports/`) of the flush record of the `silt serve` instance `instance`:
+/// `flush.json` for the unnamed one, `flush-NAME.json` for `--instance NAME`.
+pub fn flush_record_name(instance: Option<&str>) -> String {
+    instance.map_or_else(|| FLUSH.to_string(), |n| format!("flush-{n}.json"))
+}
+
+/// Whether `name` (in `_silt/imports/`) is a flush record ([`flush_record_name`]).
+pub fn is_flush_record(name: &str) -> bool {
+    name == FLUSH || (name.starts_with("flush-") && name.ends_with(".json"))
+}
+
 /// The import record of one lake.
 pub struct ImportLog {
     dir: PathBuf,
@@ -167,7 +178,7 @@ impl ImportLog {
         Ok(Self {
             dir,
             root: root.to_path_buf(),
-            flush: instance.map_or_else(|| FLUSH.to_string(), |n| format!("flush-{n}.json")),
+            flush: flush_record_name(instance),
             format: TableFormat::Hive,
         })
     }
@@ -213,7 +224,7 @@ impl ImportLog {
         {
             let name = e?.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name == FLUSH || (name.starts_with("flush-") && name.ends_with(".json")) {
+            if is_flush_record(name) {
                 out.extend(self.flush_record(name)?);
             }
         }

@@ -271,20 +271,9 @@ impl LakeIndex {
         for (table, mut listed) in by_table {
             listed.sort_by(|a, b| a.0.cmp(&b.0));
             let dir = root.join(table.to_string());
-            let read = |(p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime)| -> anyhow::Result<DataFile> {
-                let key = lake.key_of(p)?;
-                let mut footer = None;
-                let parquet = || {
-                    let md = footers.footer(&lake, &key, *size, *modified)?;
-                    footer = Some(md.clone());
-                    Ok(ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new())?)
-                };
-                let feather = || Ok(RemoteFile::new(lake.clone(), key.clone(), *size).reader());
-                let mut info = read_info_from(&dir, p, *f, *size, *modified, parquet, feather)?;
-                info.footer = footer;
-                Ok(info)
-            };
-            let infos = parallel(&listed, REMOTE_READERS, 2, read);
+            let infos = parallel(&listed, REMOTE_READERS, 2, |l| {
+                read_remote_info(&lake, footers, &dir, l)
+            });
             let mut files = Vec::with_capacity(listed.len());
             for ((path, ..), info) in listed.iter().zip(infos) {
                 match info {
@@ -385,13 +374,19 @@ impl LakeIndex {
     /// only their footers are read, so a server keeps its catalog current without re-listing the
     /// lake. A path already in the index is read again (it replaces the old entry); a file that
     /// cannot be read is left out and reported in [`Self::warnings`], as in [`Self::scan`].
+    ///
+    /// In an object-store lake ([`Self::remote`]) the paths are below its
+    /// [`RemoteLake::root_path`]; each file costs a `HEAD` and its footer's range requests.
     pub fn with_files(&self, paths: &[PathBuf]) -> anyhow::Result<Self> {
         let mut out = self.clone();
         let mut added: BTreeMap<TableName, Vec<DataFile>> = BTreeMap::new();
         for p in paths {
-            let p = p
-                .canonicalize()
-                .with_context(|| format!("cannot open {}", p.display()))?;
+            let p = match &self.remote {
+                Some(_) => p.clone(),
+                None => p
+                    .canonicalize()
+                    .with_context(|| format!("cannot open {}", p.display()))?,
+            };
             let rel = p.strip_prefix(&self.root).with_context(|| {
                 format!(
                     "{} is not below the lake {}",
@@ -409,7 +404,20 @@ impl LakeIndex {
                 anyhow::bail!("{} is not a data file", p.display());
             };
             let dir = self.root.join(table.to_string());
-            match read_file_info(&dir, &p, format) {
+            let read = match &self.remote {
+                None => read_file_info(&dir, &p, format),
+                Some(lake) => lake.head(&lake.rel_of(&p)?).and_then(|(size, modified)| {
+                    let footers = FooterCache::new(None);
+                    // Not kept (memory stays bounded however many flushes add files): queries
+                    // read footers through their own cache.
+                    read_remote_info(lake, &footers, &dir, &(p.clone(), format, size, modified))
+                        .map(|mut f| {
+                            f.footer = None;
+                            f
+                        })
+                }),
+            };
+            match read {
                 Ok(f) => added.entry(table).or_default().push(f),
                 Err(e) => out.warnings.push(format!("skipped {}: {e:#}", p.display())),
             }
@@ -420,7 +428,8 @@ impl LakeIndex {
                 Some(t) => extend_table(&t, new),
                 None => assemble_table(table.clone(), &dir, new),
             };
-            if let Some(t) = t {
+            if let Some(mut t) = t {
+                t.remote = self.remote.clone();
                 out.tables.insert(table, Arc::new(t));
             }
         }
@@ -640,6 +649,27 @@ fn read_all(dir: &Path, paths: &[(PathBuf, FileFormat)]) -> Vec<anyhow::Result<D
 /// Footer reads of an object store in flight at once: each is a round trip or two, so the
 /// number of cores does not bound them.
 const REMOTE_READERS: usize = 16;
+
+/// A remote data file's entry: its footer through `footers` (Parquet) or its schema read in
+/// ranges (Feather).
+fn read_remote_info(
+    lake: &Arc<RemoteLake>,
+    footers: &FooterCache,
+    dir: &Path,
+    (p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime),
+) -> anyhow::Result<DataFile> {
+    let key = lake.key_of(p)?;
+    let mut footer = None;
+    let parquet = || {
+        let md = footers.footer(lake, &key, *size, *modified)?;
+        footer = Some(md.clone());
+        Ok(ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new())?)
+    };
+    let feather = || Ok(RemoteFile::new(lake.clone(), key.clone(), *size).reader());
+    let mut info = read_info_from(dir, p, *f, *size, *modified, parquet, feather)?;
+    info.footer = footer;
+    Ok(info)
+}
 
 /// `one` over `items` (in order), on up to `threads` threads when there are at least `min`.
 fn parallel<T: Sync, R: Send>(

@@ -28,7 +28,14 @@
 //! what is wrong. Memory: at most one generation is being flushed while the next fills; when the
 //! flusher falls behind, this thread waits, the log's queue fills, and sources push back.
 //!
-//! Touches the lake (data files, rejects, `_silt/imports/`) through `silt_lake`.
+//! On an object-store lake ([`Target::Remote`]) a flush writes and seals its files in a staging
+//! directory below the server's state directory, uploads them under a journal in the bucket
+//! ([`silt_lake::remote::record`]), and records the flush by replacing the instance's flush
+//! record there: the same commit point, the same recovery, with the instance's lease
+//! ([`silt_lake::remote::lock`]) checked before it.
+//!
+//! Touches the lake (data files, rejects, `_silt/imports/`) through `silt_lake`, and the staging
+//! directory of an object-store lake.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -37,20 +44,57 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use anyhow::Context;
 use arrow::record_batch::RecordBatch;
 use silt_core::{Checkpoint, Committed, Emit, FormatOptions, Reject, Sink, TableName, Transform};
 use silt_lake::claims::{Fence, Fenced};
 use silt_lake::imports::{merge_positions, ImportLog, KafkaPositions};
 use silt_lake::publish::DirectoryPublisher;
+use silt_lake::remote::lock::LockWatch;
+use silt_lake::remote::record::{self, RemoteImportLog};
+use silt_lake::remote::RemoteLake;
 use silt_lake::{LakeWriter, WriterConfig};
 
 use crate::live::Live;
 use crate::log_source::{parse_kafka_stream, LogSource, LOG_STREAM};
 use crate::wal::{Janitor, Record};
 
+/// Where the flush thread writes.
+pub enum Target {
+    /// A lake directory, with the instance's import record in it.
+    Dir(ImportLog),
+    /// An object-store lake.
+    Remote(RemoteTarget),
+}
+
+/// An object-store lake as the flush thread writes it.
+pub struct RemoteTarget {
+    pub lake: Arc<RemoteLake>,
+    /// A directory of the server's own (below its state directory) where each flush writes
+    /// and seals its files before they are uploaded.
+    pub staging: PathBuf,
+    /// The instance's flush record (`silt_lake::imports::flush_record_name`).
+    pub record: String,
+    /// The instance's lease: a flush is recorded only while it is held.
+    pub lease: LockWatch,
+}
+
+/// The flush thread lost its right to record flushes (another server took the instance's
+/// lease over): its files are removed and the process must stop.
+#[derive(Debug)]
+pub struct LeaseLost(pub String);
+
+impl std::fmt::Display for LeaseLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LeaseLost {}
+
 /// Settings of the ingest and flush threads.
 pub struct IngestConfig {
-    pub lake: PathBuf,
+    pub target: Target,
     pub writer: WriterConfig,
     pub options: FormatOptions,
     /// Transforms per table (a route's `--parse-field`, `--enrich-table`).
@@ -62,8 +106,6 @@ pub struct IngestConfig {
     pub flush_age: Duration,
     /// In-memory bytes of a generation that seal it.
     pub flush_bytes: usize,
-    /// The server's `--instance` (which flush record is its own).
-    pub instance: Option<String>,
     /// Tables produced to Kafka topics (`--to-kafka`).
     pub to_kafka: Option<crate::kafka::ToKafka>,
 }
@@ -311,23 +353,27 @@ pub fn start(
     };
     let settled = Arc::new(Settled::default());
     let flusher = {
-        let (lake, writer, live, stats, settled) = (
-            cfg.lake.clone(),
+        let (writer, live, stats, settled) = (
             cfg.writer.clone(),
             live.clone(),
             stats.clone(),
             settled.clone(),
         );
-        let log = ImportLog::open_instance(&lake, cfg.instance.as_deref())?
-            .with_table_format(writer.table_format);
-        let positions = log.last_flush()?.map(|r| r.kafka).unwrap_or_default();
+        let target = match cfg.target {
+            Target::Dir(log) => Target::Dir(log.with_table_format(writer.table_format)),
+            remote => remote,
+        };
+        let positions = match &target {
+            Target::Dir(log) => log.last_flush()?.map(|r| r.kafka).unwrap_or_default(),
+            Target::Remote(_) => KafkaPositions::new(),
+        };
         *stats.kafka_flushed.lock().expect("not poisoned") = positions.clone();
         std::thread::Builder::new()
             .name("silt-serve-flush".into())
             .spawn(move || {
                 let _guard = StopGuard(settled.clone());
                 lower_priority(flush_nice());
-                flush_loop(gen_rx, log, positions, writer, live, settled, stats)
+                flush_loop(gen_rx, target, positions, writer, live, settled, stats)
             })?
     };
     let pipeline = silt_ingest::Pipeline {
@@ -548,7 +594,7 @@ impl Sink for LiveSink {
 
 fn flush_loop(
     rx: Receiver<Generation>,
-    log: ImportLog,
+    target: Target,
     mut positions: KafkaPositions,
     writer: WriterConfig,
     live: Arc<Live>,
@@ -577,7 +623,7 @@ fn flush_loop(
         loop {
             match flush(
                 &gen,
-                &log,
+                &target,
                 (upto.clone(), &fence),
                 &writer,
                 &live,
@@ -598,6 +644,12 @@ fn flush_loop(
                     // which releases their segments.
                     settled.set(gen.id);
                     break;
+                }
+                Err(e) if e.is::<LeaseLost>() => {
+                    tracing::error!(
+                        "{e:#}; exiting (status 75) without recording the flush: its events stay in the log and are replayed when this server starts again"
+                    );
+                    std::process::exit(75);
                 }
                 Err(e) if e.is::<Fenced>() => {
                     // Another member owns the records now (the flush removed its files). What
@@ -626,7 +678,7 @@ fn flush_loop(
 /// (`recover`), that attempt's journal and files go first.
 fn flush(
     gen: &Generation,
-    log: &ImportLog,
+    target: &Target,
     (kafka, fence): (KafkaPositions, &Fence),
     cfg: &WriterConfig,
     live: &Live,
@@ -635,13 +687,67 @@ fn flush(
     // Held from before the first file appears: a re-listing of the lake (maintenance) then never
     // sees this flush's files while its rows are still in memory.
     let update = live.begin_update();
-    let lake = log.root();
-    if recover {
-        log.recover()?;
-    }
-    let run = log.begin()?;
-    let mut w = LakeWriter::new(lake, cfg.clone())?
-        .with_publisher(run.publisher(Box::new(DirectoryPublisher))?);
+    let files = match target {
+        Target::Dir(log) => {
+            if recover {
+                log.recover()?;
+            }
+            let run = log.begin()?;
+            let w = LakeWriter::new(log.root(), cfg.clone())?
+                .with_publisher(run.publisher(Box::new(DirectoryPublisher))?);
+            let files = write_generation(w, gen)?;
+            let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+            let index = update.current.with_files(&paths)?;
+            run.finish_fenced(vec![], &files, Some(gen.upto), kafka, fence)?;
+            update.published(gen.id, index);
+            files
+        }
+        Target::Remote(t) => {
+            let log = RemoteImportLog::new(t.lake.clone());
+            if recover {
+                log.recover()?;
+            }
+            // A directory per flush: the table records pulled into it are current, and its
+            // rejects files are uploaded once.
+            let staging = tempfile::Builder::new()
+                .prefix("flush-")
+                .tempdir_in(&t.staging)
+                .with_context(|| {
+                    format!(
+                        "cannot create a staging directory in {}",
+                        t.staging.display()
+                    )
+                })?;
+            let pulled = record::pull_records(&t.lake, staging.path())?;
+            let run = log.begin()?;
+            let w = LakeWriter::new(staging.path(), cfg.clone())?
+                .with_publisher(run.publisher(staging.path()));
+            let files = write_generation(w, gen)?;
+            record::push_records(&t.lake, staging.path(), &pulled)?;
+            let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+            let index = update.current.with_files(&paths)?;
+            if let Err(e) = t.lease.check() {
+                let removed = run.abandon()?;
+                return Err(LeaseLost(format!(
+                    "{e:#} (another silt serve with this instance name took over; removed the {removed} file(s) of this flush)"
+                ))
+                .into());
+            }
+            run.finish_flush(&files, gen.upto, &t.record)?;
+            update.published(gen.id, index);
+            files
+        }
+    };
+    let rows = files.iter().map(|f| f.rows).sum();
+    Ok((files.len() as u64, rows))
+}
+
+/// Writes a generation's rows and rejects with `w`; returns the files published, or the first
+/// table that could not be written.
+fn write_generation(
+    mut w: LakeWriter,
+    gen: &Generation,
+) -> anyhow::Result<Vec<silt_lake::publish::PublishedFile>> {
     for (t, b) in &gen.batches {
         w.batch(t, b.clone())?;
     }
@@ -655,12 +761,7 @@ fn flush(
             s.error.as_deref().unwrap_or("could not be written")
         );
     }
-    let paths: Vec<PathBuf> = summary.files.iter().map(|f| f.path.clone()).collect();
-    let index = update.current.with_files(&paths)?;
-    run.finish_fenced(vec![], &summary.files, Some(gen.upto), kafka, fence)?;
-    update.published(gen.id, index);
-    let rows = summary.files.iter().map(|f| f.rows).sum();
-    Ok((summary.files.len() as u64, rows))
+    Ok(summary.files)
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -62,6 +62,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use silt_core::{FormatOptions, TableName, Transform};
+use silt_lake::remote::LakeRoot;
 use silt_lake::WriterConfig;
 use silt_query::lake::LakeIndex;
 
@@ -78,7 +79,12 @@ pub const SERVE_DIR: &str = "_silt/serve";
 
 /// Everything `silt serve` is configured with.
 pub struct ServeConfig {
+    /// The lake: a directory, `file:///path` or `s3://bucket/prefix`
+    /// ([`silt_lake::remote::LakeRoot::open`]).
     pub lake: PathBuf,
+    /// `--state DIR`: where a server on an object-store lake keeps its write-ahead log, lock,
+    /// tail positions and staging files (a lake directory keeps them in `_silt/serve/`).
+    pub state: Option<PathBuf>,
     /// HTTP API address (`None`: no HTTP).
     pub http: Option<SocketAddr>,
     /// fluentd Forward address (TCP, and the UDP heartbeat on the same port).
@@ -143,6 +149,7 @@ impl ServeConfig {
     pub fn new(lake: PathBuf) -> Self {
         Self {
             lake,
+            state: None,
             http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
             forward: None,
             forward_cfg: silt_forward::ForwardConfig::default(),
@@ -177,16 +184,43 @@ impl ServeConfig {
         }
     }
 
-    /// Where this instance keeps its log and lock.
+    /// Where this instance keeps its log and lock: `_silt/serve/[NAME]` in a lake directory,
+    /// `--state DIR[/NAME]` for an object-store lake.
     pub fn serve_dir(&self) -> PathBuf {
-        match &self.instance {
-            Some(n) => self.lake.join(SERVE_DIR).join(n),
+        let base = match &self.state {
+            Some(d) => d.clone(),
             None => self.lake.join(SERVE_DIR),
+        };
+        match &self.instance {
+            Some(n) => base.join(n),
+            None => base,
         }
     }
 
-    /// Refuses settings that would expose the server without a token.
+    /// Refuses settings that would expose the server without a token, and combinations that do
+    /// not work together.
     pub fn check(&self) -> anyhow::Result<()> {
+        let remote = silt_lake::remote::is_remote(&self.lake);
+        anyhow::ensure!(
+            !remote || self.state.is_some(),
+            "silt serve on an object-store lake ({}) needs --state DIR: a local directory that keeps the write-ahead log (acknowledged events wait there until the bucket holds them), the tail positions and the files being uploaded; give the same DIR at every start, e.g. --state /var/lib/silt",
+            self.lake.display()
+        );
+        anyhow::ensure!(
+            remote || self.state.is_none(),
+            "--state is for an object-store lake; a lake directory keeps the server's state in {}",
+            self.lake.join(SERVE_DIR).display()
+        );
+        anyhow::ensure!(
+            !remote || self.kafka.is_none(),
+            "--kafka with --topic does not work on an object-store lake ({}) yet: Kafka positions and partition claims are kept in a lake directory; consume into a local lake and copy its files to the bucket, or use the other sources",
+            self.lake.display()
+        );
+        anyhow::ensure!(
+            !remote || self.writer.table_format == silt_lake::TableFormat::Hive,
+            "--table-format delta works on a lake directory, not yet on an object store ({}): serve with --table-format hive",
+            self.lake.display()
+        );
         for a in self.http.iter().chain(self.flight.iter()) {
             anyhow::ensure!(
                 a.ip().is_loopback() || self.token.is_some() || self.insecure,
@@ -370,6 +404,113 @@ fn widen_receive_buffer(u: &tokio::net::UdpSocket) {
     }
 }
 
+/// The lease an instance holds in an object-store lake (`_silt/serve/<NAME>.lock`, `default`
+/// for the unnamed instance).
+fn lease_key(instance: Option<&str>) -> String {
+    format!("{SERVE_DIR}/{}.lock", instance.unwrap_or("default"))
+}
+
+/// The file in a state directory that names its lake.
+const STATE_LAKE: &str = "lake";
+
+/// Recovers the lake for the instance `instance` (files of interrupted flushes and imports,
+/// interrupted compactions) and opens where its flushes go: returns what recovery did, the last
+/// log record the lake holds, the flush target and, on an object-store lake, the instance's
+/// lease.
+#[allow(clippy::type_complexity)]
+fn open_target(
+    root: &LakeRoot,
+    serve_dir: &std::path::Path,
+    instance: Option<String>,
+) -> anyhow::Result<(
+    (Vec<String>, u64),
+    ingest::Target,
+    Option<silt_lake::remote::lock::RemoteLock>,
+)> {
+    let mut recovery = Vec::new();
+    let note = |recovery: &mut Vec<String>, rec: &silt_lake::imports::Recovered| {
+        if !rec.runs.is_empty() {
+            recovery.push(format!(
+                "removed {} file(s) of {} interrupted flush(es) or import(s); their events are replayed from the log",
+                rec.files,
+                rec.runs.len()
+            ));
+        }
+    };
+    let compactions = |recovery: &mut Vec<String>, r: Option<silt_lake::replace::Recovery>| {
+        if let Some(r) = r.filter(|r| r.completed + r.abandoned > 0) {
+            recovery.push(format!(
+                "finished {} and undid {} compaction(s) a crash interrupted",
+                r.completed, r.abandoned
+            ));
+        }
+    };
+    match root {
+        LakeRoot::Dir(lake) => {
+            let log = silt_lake::imports::ImportLog::open_instance(lake, instance.as_deref())?;
+            note(&mut recovery, &log.recover()?);
+            compactions(
+                &mut recovery,
+                silt_lake::replace::recover_if_idle(lake, silt_lake::replace::RECORD_GRACE)?,
+            );
+            let covered = log.wal_covered()?.unwrap_or(0);
+            Ok(((recovery, covered), ingest::Target::Dir(log), None))
+        }
+        LakeRoot::Remote(lake) => {
+            // A state directory serves one lake: its log's records are that lake's.
+            let named = serve_dir.join(STATE_LAKE);
+            match std::fs::read_to_string(&named) {
+                Ok(url) => anyhow::ensure!(
+                    url.trim() == lake.url(),
+                    "the state directory {} belongs to the lake {} (its log holds that lake's events), not {}; give each lake its own --state DIR",
+                    serve_dir.display(),
+                    url.trim(),
+                    lake.url()
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    silt_lake::publish::write_atomic(&named, format!("{}\n", lake.url()).as_bytes())?
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", named.display())),
+            }
+            let key = lease_key(instance.as_deref());
+            let lease = match silt_lake::remote::lock::RemoteLock::lease(lake, &key, "silt serve")? {
+                Ok(l) => l,
+                Err(holder) => anyhow::bail!(
+                    "another silt serve holds {}/{key}: {holder}; stop it first, or give each server its own --instance NAME (a server that died is taken over {}s after its last heartbeat)",
+                    lake.url(),
+                    silt_lake::remote::record::STALE.as_secs()
+                ),
+            };
+            let log = silt_lake::remote::record::RemoteImportLog::new(lake.clone());
+            note(&mut recovery, &log.recover()?);
+            compactions(
+                &mut recovery,
+                silt_lake::remote::replace::recover_if_idle(
+                    lake,
+                    silt_lake::replace::RECORD_GRACE,
+                )?,
+            );
+            let record = silt_lake::imports::flush_record_name(instance.as_deref());
+            let covered = log
+                .last_flush(&record)?
+                .and_then(|r| r.wal_upto)
+                .unwrap_or(0);
+            let staging = serve_dir.join("staging");
+            // What a crash left half-written there is not in the lake (its journal saw to that).
+            let _ = std::fs::remove_dir_all(&staging);
+            std::fs::create_dir_all(&staging)
+                .with_context(|| format!("cannot create {}", staging.display()))?;
+            let target = ingest::Target::Remote(ingest::RemoteTarget {
+                lake: lake.clone(),
+                staging,
+                record,
+                lease: lease.watch(),
+            });
+            Ok(((recovery, covered), target, Some(lease)))
+        }
+    }
+}
+
 /// A running server.
 pub struct Server {
     pub shared: Arc<Shared>,
@@ -392,13 +533,19 @@ pub struct Server {
     ingest: Option<std::thread::JoinHandle<()>>,
     maintain: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
     _lock: File,
+    /// On an object-store lake: the instance's lease in the bucket.
+    _lease: Option<silt_lake::remote::lock::RemoteLock>,
 }
 
 impl Server {
     /// Recovers the lake and the log, starts the threads and binds the listeners.
     pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         cfg.check()?;
-        let lake = cfg.lake.clone();
+        let root = {
+            let l = cfg.lake.clone();
+            tokio::task::spawn_blocking(move || LakeRoot::open(&l)).await??
+        };
+        let lake = root.root_path();
         let serve_dir = cfg.serve_dir();
         std::fs::create_dir_all(&serve_dir)
             .with_context(|| format!("cannot create {}", serve_dir.display()))?;
@@ -413,34 +560,19 @@ impl Server {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
                 "another silt serve is running on the lake {} (it holds {}); stop it first, or give each server its own --instance NAME",
-                lake.display(),
+                root.display(),
                 lock_path.display()
             ),
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()))
             }
         }
-        let mut recovery = Vec::new();
-        let log = silt_lake::imports::ImportLog::open_instance(&lake, cfg.instance.as_deref())?;
-        let rec = log.recover()?;
-        if !rec.runs.is_empty() {
-            recovery.push(format!(
-                "removed {} file(s) of {} interrupted flush(es) or import(s); their events are replayed from the log",
-                rec.files,
-                rec.runs.len()
-            ));
-        }
-        if let Some(r) =
-            silt_lake::replace::recover_if_idle(&lake, silt_lake::replace::RECORD_GRACE)?
-        {
-            if r.completed + r.abandoned > 0 {
-                recovery.push(format!(
-                    "finished {} and undid {} compaction(s) a crash interrupted",
-                    r.completed, r.abandoned
-                ));
-            }
-        }
-        let covered = log.wal_covered()?.unwrap_or(0);
+        let (started, target, lease) = {
+            let (root, serve_dir, instance) =
+                (root.clone(), serve_dir.clone(), cfg.instance.clone());
+            tokio::task::spawn_blocking(move || open_target(&root, &serve_dir, instance)).await??
+        };
+        let (mut recovery, covered) = started;
         let wal_dir = serve_dir.join("wal");
         let replayed = {
             let d = wal_dir.clone();
@@ -454,19 +586,24 @@ impl Server {
             ));
         }
         let index = {
-            let l = lake.clone();
-            tokio::task::spawn_blocking(move || LakeIndex::scan(&l)).await??
+            let l = root.clone();
+            tokio::task::spawn_blocking(move || LakeIndex::open(&l)).await??
         };
         for w in &index.warnings {
             recovery.push(w.clone());
         }
-        let root = index.root.clone();
+        let root = match root {
+            // The index's root is canonical (the paths its files have).
+            LakeRoot::Dir(_) => LakeRoot::Dir(index.root.clone()),
+            remote => remote,
+        };
         let live = Arc::new(Live::new(index));
         let maintain_stats = Arc::new(maintain::MaintainStats::default());
         let maintain = {
             let (tx, rx) = std::sync::mpsc::channel();
             let h = maintain::start(
                 root,
+                serve_dir.join("staging"),
                 cfg.maintain.clone(),
                 live.clone(),
                 maintain_stats.clone(),
@@ -491,7 +628,9 @@ impl Server {
                 retain: cfg.wal_retain,
                 queue: cfg.wal_queue,
             },
-            replayed.last_seq + 1,
+            // Past what the lake holds too: a log started afresh (a new state directory) must
+            // not reuse numbers a flush record already covers.
+            replayed.last_seq.max(covered) + 1,
             replayed.chunks,
             rec_tx,
         )?;
@@ -499,7 +638,7 @@ impl Server {
         stats.flushed_seq.store(covered, Ordering::Relaxed);
         let ingest = ingest::start(
             ingest::IngestConfig {
-                lake: lake.clone(),
+                target,
                 writer: cfg.writer.clone(),
                 // NetFlow v9/IPFIX templates for the server's lifetime (`flows`).
                 options: {
@@ -511,7 +650,6 @@ impl Server {
                 all_tables_except: cfg.all_tables_except,
                 flush_age: cfg.flush_age,
                 flush_bytes: cfg.flush_bytes,
-                instance: cfg.instance.clone(),
                 to_kafka: cfg.to_kafka.clone(),
             },
             replayed.records,
@@ -721,6 +859,7 @@ impl Server {
             ingest: Some(ingest),
             maintain,
             _lock: lock,
+            _lease: lease,
         })
     }
 

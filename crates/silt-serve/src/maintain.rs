@@ -15,6 +15,10 @@
 //!   Queries that started before that may fail on a file that was removed; running maintenance
 //!   through the server (these options) avoids it.
 //!
+//! On an object-store lake the same runs through [`silt_lake::remote::compact`] and
+//! [`silt_lake::remote::retain`] (outputs staged in the server's state directory), and other
+//! processes' changes are noticed by listing `_silt/replace/` and `_silt/drop/` in the bucket.
+//!
 //! Touches the lake's data files through silt-lake's maintenance, and the index in [`Live`].
 
 use std::path::{Path, PathBuf};
@@ -24,6 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use silt_lake::compact::{self, CompactObserver, CompactOptions, GroupResult};
+use silt_lake::remote::replace::DROP_DIR;
+use silt_lake::remote::LakeRoot;
 use silt_lake::replace::REPLACE_DIR;
 use silt_lake::retain::{self, RetainOptions, TRASH_DIR};
 use silt_query::lake::LakeIndex;
@@ -73,14 +79,36 @@ pub struct MaintainStats {
     pub last_error: Mutex<Option<String>>,
 }
 
-/// The state of the records other processes' maintenance leaves.
-fn stamp(root: &Path) -> (Option<SystemTime>, Option<SystemTime>) {
-    let m = |d: &str| {
-        std::fs::metadata(root.join(d))
-            .and_then(|m| m.modified())
-            .ok()
-    };
-    (m(REPLACE_DIR), m(TRASH_DIR))
+/// The state of the records other processes' maintenance leaves; `None` when it cannot be
+/// read now (an object store that does not answer).
+fn stamp(root: &LakeRoot) -> Option<Vec<(String, Option<SystemTime>)>> {
+    match root {
+        LakeRoot::Dir(root) => {
+            let m = |d: &str| {
+                std::fs::metadata(root.join(d))
+                    .and_then(|m| m.modified())
+                    .ok()
+            };
+            Some(vec![
+                (REPLACE_DIR.to_string(), m(REPLACE_DIR)),
+                (TRASH_DIR.to_string(), m(TRASH_DIR)),
+            ])
+        }
+        LakeRoot::Remote(lake) => {
+            let mut out = Vec::new();
+            for d in [REPLACE_DIR, DROP_DIR] {
+                match lake.list(d) {
+                    Ok(l) => out.extend(l.into_iter().map(|o| (o.rel, Some(o.modified)))),
+                    Err(e) => {
+                        tracing::debug!("listing {}/{d}: {e:#}", lake.url());
+                        return None;
+                    }
+                }
+            }
+            out.sort();
+            Some(out)
+        }
+    }
 }
 
 /// Keeps `live`'s index true while a compaction swaps files.
@@ -165,7 +193,8 @@ impl CompactObserver for Swap<'_> {
 
 /// One round: retention, then compaction.
 fn run_once(
-    root: &Path,
+    root: &LakeRoot,
+    staging: &Path,
     cfg: &MaintainConfig,
     live: &Live,
     stats: &MaintainStats,
@@ -188,7 +217,14 @@ fn run_once(
             let pin = update.replace_before_removal(index);
             wait_for_readers(pin, cfg.reader_wait, stop);
         };
-        match retain::retain_with(root, r, SystemTime::now(), &mut before_drop) {
+        let now = SystemTime::now();
+        let done = match root {
+            LakeRoot::Dir(d) => retain::retain_with(d, r, now, &mut before_drop),
+            LakeRoot::Remote(lake) => {
+                silt_lake::remote::retain::retain_with(lake, r, now, &mut before_drop)
+            }
+        };
+        match done {
             Ok(rep) => {
                 stats
                     .partitions_dropped
@@ -216,7 +252,13 @@ fn run_once(
             stop,
             reader_wait: cfg.reader_wait,
         };
-        if let Err(e) = compact::compact(root, &cfg.compact, &mut swap) {
+        let done = match root {
+            LakeRoot::Dir(d) => compact::compact(d, &cfg.compact, &mut swap),
+            LakeRoot::Remote(lake) => {
+                silt_lake::remote::compact::compact(lake, &cfg.compact, Some(staging), &mut swap)
+            }
+        };
+        if let Err(e) = done {
             stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!("compaction: {e:#}");
             *stats.last_error.lock().expect("not poisoned") = Some(format!("compaction: {e:#}"));
@@ -228,7 +270,8 @@ fn run_once(
 /// dropped (what shutdown does: unlike a message, which the first check consumes, a closed
 /// channel stays closed for every check after it).
 pub fn start(
-    root: PathBuf,
+    root: LakeRoot,
+    staging: PathBuf,
     cfg: MaintainConfig,
     live: Arc<Live>,
     stats: Arc<MaintainStats>,
@@ -252,24 +295,25 @@ pub fn start(
                     _ => return,
                 }
                 if every.is_some_and(|e| last_run.elapsed() >= e) {
-                    run_once(&root, &cfg, &live, &stats, &stop);
+                    run_once(&root, &staging, &cfg, &live, &stats, &stop);
                     last_run = Instant::now();
-                    seen = stamp(&root);
+                    seen = stamp(&root).or(seen);
                     continue;
                 }
-                let now = stamp(&root);
-                if now != seen {
-                    seen = now;
-                    rescan(&root, &live, &stats);
+                if let Some(now) = stamp(&root) {
+                    if seen.as_ref() != Some(&now) {
+                        seen = Some(now);
+                        rescan(&root, &live, &stats);
+                    }
                 }
             }
         })
 }
 
 /// Lists the lake again after another process changed its files.
-fn rescan(root: &Path, live: &Live, stats: &MaintainStats) {
+fn rescan(root: &LakeRoot, live: &Live, stats: &MaintainStats) {
     let update = live.begin_update();
-    match LakeIndex::scan(root) {
+    match LakeIndex::open(root) {
         Ok(index) => {
             stats.rescans.fetch_add(1, Ordering::Relaxed);
             tracing::info!(

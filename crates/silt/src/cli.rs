@@ -550,9 +550,15 @@ pub struct ServeArgs {
     /// docs/silt.example.toml); flags on the command line override it or add to its lists.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Lake directory (created if missing).
+    /// Lake directory (created if missing), file:///path, or s3://bucket/prefix (then with
+    /// --state).
     #[arg(long, required_unless_present = "config")]
     pub lake: Option<PathBuf>,
+    /// For an s3:// lake: a local directory for the write-ahead log (acknowledged events wait
+    /// there until the bucket holds them), the tail positions and the files being uploaded; the
+    /// same at every start. A lake directory keeps these in LAKE/_silt/serve.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
     /// HTTP API address (ingest, query, /health, /metrics); `none` for no HTTP.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http: String,

@@ -11,7 +11,7 @@
 //! The file becomes flags, which go through the same parser as the command line (so a value
 //! is checked, and its error worded, exactly as on the command line); flags given on the
 //! command line come after the file's, so a single-valued flag there overrides the file and a
-//! repeatable one adds to its list. Relative paths in the file (`lake`, the `*-file` keys,
+//! repeatable one adds to its list. Relative paths in the file (`lake` unless a URL, `state`, the `*-file` keys,
 //! `mmdb`, `ip-ranges`, `rdns`, the path of a `tail`) are relative to the file's directory, not to the working directory, so a
 //! service manager can start `silt serve --config /etc/silt/silt.toml` from anywhere.
 //!
@@ -28,6 +28,7 @@ use crate::cli::{Cli, Command, ServeArgs};
 /// Keys whose value is a path, resolved against the file's directory.
 const PATH_KEYS: &[&str] = &[
     "lake",
+    "state",
     "token-file",
     "forward-shared-key-file",
     "forward-users-file",
@@ -271,7 +272,8 @@ fn tables(v: &toml::Value, out: &mut Vec<String>) -> anyhow::Result<()> {
 
 fn relative_to(base: &Path, v: &str) -> String {
     let p = Path::new(v);
-    if p.is_absolute() || v.is_empty() {
+    // A URL (`s3://bucket/prefix`, `file:///path`) is not a path below the file's directory.
+    if p.is_absolute() || v.is_empty() || v.contains("://") {
         v.to_string()
     } else {
         base.join(p).display().to_string()
@@ -353,6 +355,10 @@ mod tests {
         assert_eq!(a.syslogs, ["udp://127.0.0.1:5514", "tcp://127.0.0.1:6514"]);
         assert_eq!(a.lake.as_deref(), Some(Path::new("<dir>/l")));
         assert_eq!(a.tails, ["zeek:<dir>/logs/*.log"]);
+        // A URL is not a path below the file's directory; --state is.
+        let a = args("lake = \"s3://bucket/prefix\"\nstate = \"st\"\n", &[]).unwrap();
+        assert_eq!(a.lake.as_deref(), Some(Path::new("s3://bucket/prefix")));
+        assert!(a.state.as_ref().unwrap().ends_with("st") && a.state.unwrap().is_absolute());
         // --lake on the command line wins over the file's, and stays as given.
         let a = args("lake = \"l\"\n", &["--lake", "/abs/lake"]).unwrap();
         assert_eq!(a.lake.as_deref(), Some(Path::new("/abs/lake")));

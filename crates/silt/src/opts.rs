@@ -389,10 +389,18 @@ pub fn avro_framing(
             }
         }
         None => silt_kafka::avro::Framing::SingleObject {
-            schemas: m
-                .avro_schemas
-                .clone()
-                .unwrap_or_else(|| lake.join("_silt").join("avro-schemas")),
+            schemas: match &m.avro_schemas {
+                Some(d) => d.clone(),
+                // The schemas of single-object messages are kept in a local directory, by
+                // default the lake's `_silt/avro-schemas/`, which an object-store lake does not
+                // have.
+                None if silt_lake::remote::is_remote(lake) => anyhow::bail!(
+                    "--message-format avro with an object-store lake ({}) needs --avro-schemas DIR \
+                     (a local directory for the schemas consumers read) or --schema-registry URL",
+                    lake.display()
+                ),
+                None => lake.join("_silt").join("avro-schemas"),
+            },
         },
     }))
 }

@@ -6,7 +6,8 @@
 //! bucket, a file larger than one upload part must arrive whole (multipart upload), and the
 //! commands that do not work on an object store yet must say so instead of writing a local
 //! directory named `s3:`. Compaction, retention and vacuum work in the bucket, also when a
-//! compaction is killed at each of its steps.
+//! compaction is killed at each of its steps. `silt serve` ingests into the bucket, compacts
+//! there, and loses nothing acknowledged when it is killed.
 
 mod common;
 
@@ -308,8 +309,28 @@ fn rejects_large_files_and_refusals() {
     // What does not work on an object store yet says so, and writes nothing locally.
     let cwd = tempfile::tempdir().unwrap();
     for args in [
-        vec!["serve", "--lake", &s3],
         vec!["vacuum", "--lake", &s3, "--dry-run"],
+        vec![
+            "import",
+            "kafka",
+            "--lake",
+            &s3,
+            "--kafka",
+            "127.0.0.1:9",
+            "--topic",
+            "t=json",
+        ],
+        vec![
+            "serve",
+            "--lake",
+            &s3,
+            "--state",
+            "st",
+            "--kafka",
+            "127.0.0.1:9",
+            "--topic",
+            "t=json",
+        ],
     ] {
         let mut c = silt();
         let o = c
@@ -650,4 +671,248 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
     for d in ["_silt/replace", "_silt/drop"] {
         assert!(remote.list(d).unwrap().is_empty(), "{d} left");
     }
+}
+
+/// `silt serve --lake s3://…`: events acknowledged over HTTP are queryable at once, reach the
+/// bucket through flushes (merged there by `--compact-every`), with rejects in the bucket's
+/// `_rejects/`; events only in the write-ahead log of a server killed with SIGKILL reach the
+/// bucket once when it starts again, also when servers are killed at random moments while
+/// flushing; a second server for the same instance and a state directory of another lake are
+/// refused.
+#[test]
+fn serve_writes_the_bucket_and_a_killed_server_loses_nothing() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let Some(env) = minio() else { return };
+    let bucket = bucket("serve");
+    let s3 = format!("s3://{bucket}/l");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into();
+    let post = |addr: &str, body: String| {
+        let mut r = agent
+            .post(&format!("{addr}/v1/ingest/app.events"))
+            .header("Content-Type", "application/x-ndjson")
+            .send(body.as_bytes())
+            .unwrap();
+        let text = r.body_mut().read_to_string().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{text}");
+    };
+    let batch = |ids: std::ops::Range<u32>| -> String {
+        ids.map(|i| {
+            format!(
+                "{{\"time\":\"2024-03-24T{:02}:{:02}:00Z\",\"id\":{i}}}\n",
+                i % 24,
+                i % 60
+            )
+        })
+        .collect()
+    };
+    let counts = |addr: &str| -> String {
+        let mut r = agent
+            .post(&format!("{addr}/v1/query?format=csv"))
+            .send("SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.events")
+            .unwrap();
+        r.body_mut().read_to_string().unwrap()
+    };
+    // Acknowledged rows are queryable moments later, once decoded.
+    let wait_counts = |addr: &str, want: &str| {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let c = counts(addr);
+            if c.contains(want) {
+                return;
+            }
+            assert!(Instant::now() < until, "{c} while waiting for {want}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let in_bucket = || {
+        query_csv(
+            &env,
+            &s3,
+            "SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.events",
+        )
+    };
+    let wait_metric = |addr: &str, name: &str, at_least: u64| {
+        let until = Instant::now() + Duration::from_secs(60);
+        while common::metric(&agent, addr, name) < at_least {
+            assert!(Instant::now() < until, "{name} stayed below {at_least}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let lake = Path::new(&s3);
+    let st = p(&state);
+
+    // Without --state, serve says what it needs.
+    let o = run(&env, &["serve", "--lake", &s3]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--state DIR"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // 1. Ten flushes' worth of batches, a bad line among them; compaction merges the files.
+    let (mut child, addr) = common::serve_in(
+        &env,
+        lake,
+        &[
+            "--state",
+            st,
+            "--flush-age",
+            "200ms",
+            "--compact-every",
+            "2s",
+        ],
+        None,
+    );
+    for b in 0..10 {
+        post(&addr, batch(b * 100..(b + 1) * 100));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    post(&addr, "not json\n".into());
+    wait_counts(&addr, "1000,1000");
+    wait_metric(&addr, "silt_flush_rows_total", 1000);
+    wait_metric(&addr, "silt_compactions_total", 1);
+    let flushes = common::metric(&agent, &addr, "silt_flush_total");
+    wait_counts(&addr, "1000,1000");
+    common::terminate(&mut child);
+    assert!(in_bucket().contains("1000,1000"), "{}", in_bucket());
+    let remote = with_env(&env, || {
+        match silt_lake::remote::LakeRoot::open(lake).unwrap() {
+            silt_lake::remote::LakeRoot::Remote(r) => r,
+            _ => panic!("not remote"),
+        }
+    });
+    let files = remote
+        .list("app.events")
+        .unwrap()
+        .into_iter()
+        .filter(|o| o.rel.ends_with(".parquet"))
+        .count();
+    assert!(
+        files as u64 <= flushes / 2,
+        "{files} files in the bucket after compacting {flushes} flushes"
+    );
+    let rejects = remote.list("_rejects").unwrap();
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    let body = remote.get(&rejects[0].rel).unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("not json"));
+    // Nothing half-done is left: no journal, the lease released, the flush record in place.
+    let record: Vec<String> = remote
+        .list("_silt")
+        .unwrap()
+        .into_iter()
+        .map(|o| o.rel)
+        .filter(|r| r.starts_with("_silt/imports") || r.starts_with("_silt/serve"))
+        .collect();
+    assert_eq!(record, vec!["_silt/imports/flush.json".to_string()]);
+
+    // 2. Acknowledged but only in the log: killed before any flush.
+    let (mut child, addr) =
+        common::serve_in(&env, lake, &["--state", st, "--flush-age", "1h"], None);
+    post(&addr, batch(1000..1500));
+    wait_counts(&addr, "1500,1500");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(in_bucket().contains("1000,1000"), "{}", in_bucket());
+
+    // 3. The restart replays them into the bucket, once.
+    let (mut child, addr) =
+        common::serve_in(&env, lake, &["--state", st, "--flush-age", "200ms"], None);
+    wait_metric(&addr, "silt_flush_rows_total", 500);
+    wait_counts(&addr, "1500,1500");
+    // A second server for the same instance, from another state directory, is refused.
+    let other = dir.path().join("other");
+    let o = run(
+        &env,
+        &[
+            "serve",
+            "--lake",
+            &s3,
+            "--state",
+            p(&other),
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("another silt serve holds"), "{err}");
+    common::terminate(&mut child);
+    assert!(in_bucket().contains("1500,1500"), "{}", in_bucket());
+
+    // 4. Killed at random moments while a client sends batches (resending an unacknowledged one
+    // with the same idempotency key) and the server flushes every 100 ms: each batch once.
+    let next = Arc::new(AtomicUsize::new(15));
+    for kill in 0..6 {
+        let (mut child, addr) =
+            common::serve_in(&env, lake, &["--state", st, "--flush-age", "100ms"], None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let c = {
+            let (next, stop, agent) = (next.clone(), stop.clone(), agent.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let b = next.load(Ordering::Relaxed) as u32;
+                    let r = agent
+                        .post(&format!("{addr}/v1/ingest/app.events"))
+                        .header("Content-Type", "application/x-ndjson")
+                        .header("Idempotency-Key", &format!("batch-{b}"))
+                        .send(batch(b * 100..(b + 1) * 100).as_bytes());
+                    match r {
+                        Ok(r) if r.status().as_u16() == 200 => {
+                            next.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        std::thread::sleep(Duration::from_millis(300 + nanos % 1200));
+        if kill < 5 {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            stop.store(true, Ordering::Relaxed);
+            c.join().unwrap();
+        } else {
+            // The last server takes the resent batch, then stops cleanly.
+            stop.store(true, Ordering::Relaxed);
+            c.join().unwrap();
+            common::terminate(&mut child);
+        }
+    }
+    let acked = next.load(Ordering::Relaxed) * 100;
+    assert!(acked > 1500, "no batch acknowledged while killing");
+    assert!(
+        in_bucket().contains(&format!("{acked},{acked}")),
+        "{} for {acked} acknowledged",
+        in_bucket()
+    );
+
+    // The state directory belongs to its lake.
+    let o = run(
+        &env,
+        &[
+            "serve",
+            "--lake",
+            &format!("s3://{bucket}/elsewhere"),
+            "--state",
+            st,
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("belongs to the lake"), "{err}");
 }

@@ -14,7 +14,12 @@
 //! [`STALE`]) learns it at its next [`RemoteLock::check`], which every step that changes the lake
 //! calls first, and stops.
 //!
-//! Touches only `_silt/maintenance.lock` below the lake's prefix.
+//! The same lease guards other objects too ([`RemoteLock::lease`]): `silt serve` holds one per
+//! instance (`_silt/serve/<instance>.lock`), so that two servers never flush under one flush
+//! record.
+//!
+//! Touches only the lock objects (`_silt/maintenance.lock`, the leases callers name) below the
+//! lake's prefix.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,7 +37,7 @@ pub const LOCK: &str = crate::replace::LOCK_FILE;
 
 /// What the lock object says.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Holder {
+pub struct Holder {
     /// Unique per acquisition.
     id: String,
     host: String,
@@ -43,9 +48,33 @@ struct Holder {
     since: String,
 }
 
+impl std::fmt::Display for Holder {
+    /// `silt compact (process 12 on host, since 2026-…)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (process {} on {}, since {})",
+            if self.what.is_empty() {
+                "?"
+            } else {
+                &self.what
+            },
+            self.pid,
+            if self.host.is_empty() {
+                "?"
+            } else {
+                &self.host
+            },
+            self.since
+        )
+    }
+}
+
 /// The maintenance lock of an object-store lake, held until dropped.
 pub struct RemoteLock {
     lake: Arc<RemoteLake>,
+    /// The lock object's key below the lake ([`LOCK`], or a lease's).
+    key: Arc<str>,
     state: Arc<Mutex<Option<UpdateVersion>>>,
     /// Set by the heartbeat when the lock was taken over.
     lost: Arc<AtomicBool>,
@@ -64,17 +93,12 @@ impl std::fmt::Debug for RemoteLock {
 impl RemoteLock {
     /// Takes the lock for `what` (`silt compact`), or says who holds it.
     pub fn acquire(lake: &Arc<RemoteLake>, what: &str) -> anyhow::Result<Self> {
-        match Self::try_acquire_at(lake, what, SystemTime::now())? {
+        match Self::try_acquire_at(lake, LOCK, what, SystemTime::now())? {
             Ok(l) => Ok(l),
             Err(h) => anyhow::bail!(
-                "another maintenance command holds {}/{LOCK}: {} (process {} on {}, since {}); \
-                 wait for it to finish (a holder that died is taken over {}s after its last \
-                 heartbeat)",
+                "another maintenance command holds {}/{LOCK}: {h}; wait for it to finish (a \
+                 holder that died is taken over {}s after its last heartbeat)",
                 lake.url(),
-                if h.what.is_empty() { "?" } else { &h.what },
-                h.pid,
-                if h.host.is_empty() { "?" } else { &h.host },
-                h.since,
                 STALE.as_secs()
             ),
         }
@@ -82,11 +106,22 @@ impl RemoteLock {
 
     /// Takes the lock, or returns `None` when a live holder has it.
     pub fn try_acquire(lake: &Arc<RemoteLake>, what: &str) -> anyhow::Result<Option<Self>> {
-        Ok(Self::try_acquire_at(lake, what, SystemTime::now())?.ok())
+        Ok(Self::try_acquire_at(lake, LOCK, what, SystemTime::now())?.ok())
+    }
+
+    /// Takes the lease `key` (below the lake) for `what`, with the same rules as the maintenance
+    /// lock, or returns its live holder.
+    pub fn lease(
+        lake: &Arc<RemoteLake>,
+        key: &str,
+        what: &str,
+    ) -> anyhow::Result<Result<Self, Holder>> {
+        Self::try_acquire_at(lake, key, what, SystemTime::now())
     }
 
     fn try_acquire_at(
         lake: &Arc<RemoteLake>,
+        key: &str,
         what: &str,
         now: SystemTime,
     ) -> anyhow::Result<Result<Self, Holder>> {
@@ -100,10 +135,10 @@ impl RemoteLock {
         let body = serde_json::to_vec(&me)?;
         // Two rounds: the lock may be released between a failed create and the read.
         for _ in 0..2 {
-            if let Some(v) = lake.put_if(LOCK, body.clone(), PutIf::Absent)? {
-                return Ok(Ok(Self::held(lake, me, v)));
+            if let Some(v) = lake.put_if(key, body.clone(), PutIf::Absent)? {
+                return Ok(Ok(Self::held(lake, key, me, v)));
             }
-            let Some(cur) = lake.get_versioned(LOCK)? else {
+            let Some(cur) = lake.get_versioned(key)? else {
                 continue;
             };
             let holder: Holder = serde_json::from_slice(&cur.bytes).unwrap_or_default();
@@ -113,40 +148,44 @@ impl RemoteLock {
                 return Ok(Err(holder));
             }
             tracing::warn!(
-                "taking over {}/{LOCK} from {} (process {} on {}), which stopped renewing it",
+                "taking over {}/{key} from {holder}, which stopped renewing it",
                 lake.url(),
-                holder.what,
-                holder.pid,
-                holder.host
             );
             return Ok(
-                match lake.put_if(LOCK, body.clone(), PutIf::Unchanged(cur.version))? {
-                    Some(v) => Ok(Self::held(lake, me, v)),
+                match lake.put_if(key, body.clone(), PutIf::Unchanged(cur.version))? {
+                    Some(v) => Ok(Self::held(lake, key, me, v)),
                     // Someone else took it over first.
                     None => Err(holder),
                 },
             );
         }
         anyhow::bail!(
-            "cannot take {}/{LOCK}: it keeps appearing and disappearing",
+            "cannot take {}/{key}: it keeps appearing and disappearing",
             lake.url()
         )
     }
 
-    fn held(lake: &Arc<RemoteLake>, me: Holder, v: UpdateVersion) -> Self {
+    fn held(lake: &Arc<RemoteLake>, key: &str, me: Holder, v: UpdateVersion) -> Self {
+        let key: Arc<str> = key.into();
         let state = Arc::new(Mutex::new(Some(v)));
         let lost = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let beat = {
-            let (lake, state, lost, stop) =
-                (lake.clone(), state.clone(), lost.clone(), stop.clone());
+            let (lake, key, state, lost, stop) = (
+                lake.clone(),
+                key.clone(),
+                state.clone(),
+                lost.clone(),
+                stop.clone(),
+            );
             std::thread::Builder::new()
                 .name("silt-lock".into())
-                .spawn(move || heartbeat(lake, me, state, lost, stop))
+                .spawn(move || heartbeat(lake, key, me, state, lost, stop))
                 .ok()
         };
         Self {
             lake: lake.clone(),
+            key,
             state,
             lost,
             stop,
@@ -168,7 +207,7 @@ impl RemoteLock {
     /// A handle that tells whether the lock is still held, for code that cannot borrow it.
     pub fn watch(&self) -> LockWatch {
         LockWatch {
-            url: self.lake.url().to_string(),
+            url: format!("{}/{}", self.lake.url(), self.key),
             lost: self.lost.clone(),
         }
     }
@@ -177,6 +216,7 @@ impl RemoteLock {
 /// Whether a [`RemoteLock`] is still held ([`RemoteLock::watch`]).
 #[derive(Debug, Clone)]
 pub struct LockWatch {
+    /// The lock object's URL.
     url: String,
     lost: Arc<AtomicBool>,
 }
@@ -186,8 +226,8 @@ impl LockWatch {
     pub fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             !self.lost.load(Ordering::SeqCst),
-            "lost {}/{LOCK} to another process (this one did not renew it for {}s); stopped \
-             before changing the lake",
+            "lost {} to another process (this one did not renew it for {}s); stopped before \
+             changing the lake",
             self.url,
             STALE.as_secs()
         );
@@ -197,6 +237,7 @@ impl LockWatch {
 
 fn heartbeat(
     lake: Arc<RemoteLake>,
+    key: Arc<str>,
     me: Holder,
     state: Arc<Mutex<Option<UpdateVersion>>>,
     lost: Arc<AtomicBool>,
@@ -216,15 +257,15 @@ fn heartbeat(
         waited = std::time::Duration::ZERO;
         let mut v = state.lock().unwrap_or_else(|e| e.into_inner());
         let Some(cur) = v.clone() else { return };
-        match lake.put_if(LOCK, body.clone(), PutIf::Unchanged(cur)) {
+        match lake.put_if(&key, body.clone(), PutIf::Unchanged(cur)) {
             Ok(Some(next)) => *v = Some(next),
             Ok(None) => {
-                tracing::error!("{}/{LOCK} was taken over by another process", lake.url());
+                tracing::error!("{}/{key} was taken over by another process", lake.url());
                 lost.store(true, Ordering::SeqCst);
                 *v = None;
                 return;
             }
-            Err(e) => tracing::warn!("maintenance lock heartbeat: {e:#}"),
+            Err(e) => tracing::warn!("heartbeat of {}/{key}: {e:#}", lake.url()),
         }
     }
 }
@@ -239,8 +280,8 @@ impl Drop for RemoteLock {
         if ours && !self.lost.load(Ordering::SeqCst) {
             if let Err(e) = self
                 .lake
-                .delete(LOCK)
-                .context("cannot release the maintenance lock")
+                .delete(&self.key)
+                .with_context(|| format!("cannot release {}/{}", self.lake.url(), self.key))
             {
                 tracing::warn!("{e:#}");
             }
@@ -277,10 +318,12 @@ mod tests {
         h.host = "elsewhere".into();
         lake.put(LOCK, serde_json::to_vec(&h).unwrap()).unwrap();
         let later = SystemTime::now() + STALE + std::time::Duration::from_secs(1);
-        assert!(RemoteLock::try_acquire_at(&lake, "x", SystemTime::now())
-            .unwrap()
-            .is_err());
-        let c = RemoteLock::try_acquire_at(&lake, "silt compact", later)
+        assert!(
+            RemoteLock::try_acquire_at(&lake, LOCK, "x", SystemTime::now())
+                .unwrap()
+                .is_err()
+        );
+        let c = RemoteLock::try_acquire_at(&lake, LOCK, "silt compact", later)
             .unwrap()
             .expect("a stale lock is taken over");
         // The first holder finds out before it changes anything, and leaves the lock alone.

@@ -494,12 +494,18 @@ impl RemoteLake {
 
     /// The size of the object `rel`.
     pub fn size(&self, rel: &str) -> anyhow::Result<u64> {
+        Ok(self.head(rel)?.0)
+    }
+
+    /// The size and modification time of the object `rel`.
+    pub fn head(&self, rel: &str) -> anyhow::Result<(u64, SystemTime)> {
         let store = self.store.clone();
         let key = self.key(rel);
         let what = format!("{}/{rel}", self.url);
-        self.block_on(
-            async move { Ok(store.head(&key).await.map_err(|e| explain(e, &what))?.size) },
-        )
+        self.block_on(async move {
+            let m = store.head(&key).await.map_err(|e| explain(e, &what))?;
+            Ok((m.size, m.last_modified.into()))
+        })
     }
 
     /// Bytes `range` of the object `key`.

@@ -95,6 +95,18 @@ impl RemoteImportLog {
         Ok(out)
     }
 
+    /// The `silt serve` flush record `name` ([`crate::imports::flush_record_name`]): the last
+    /// finished flush of that instance, or `None`.
+    pub fn last_flush(&self, name: &str) -> anyhow::Result<Option<RunRecord>> {
+        let rel = format!("{IMPORTS_DIR}/{name}");
+        match self.lake.get(&rel)? {
+            None => Ok(None),
+            Some(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .with_context(|| format!("{}/{rel} is not a flush record", self.lake.url())),
+        }
+    }
+
     /// Removes the files of dead runs (see the module documentation), then their journals.
     pub fn recover(&self) -> anyhow::Result<Recovered> {
         self.recover_at(SystemTime::now())
@@ -102,17 +114,31 @@ impl RemoteImportLog {
 
     fn recover_at(&self, now: SystemTime) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
-        for o in self.lake.list(IMPORTS_DIR)? {
-            let Some(name) = o.rel.strip_prefix(&format!("{IMPORTS_DIR}/")) else {
+        let listed = self.lake.list(IMPORTS_DIR)?;
+        let name_of = |rel: &str| {
+            rel.strip_prefix(&format!("{IMPORTS_DIR}/"))
+                .filter(|n| !n.contains('/'))
+                .map(str::to_string)
+        };
+        // The runs serve flush records name: finished, though they have no `done/` record.
+        let mut flushed = std::collections::HashSet::new();
+        for o in &listed {
+            if name_of(&o.rel).is_some_and(|n| crate::imports::is_flush_record(&n)) {
+                if let Some(r) = self.lake.get(&o.rel)? {
+                    if let Ok(r) = serde_json::from_slice::<RunRecord>(&r) {
+                        flushed.insert(r.run);
+                    }
+                }
+            }
+        }
+        for o in listed {
+            let Some(name) = name_of(&o.rel) else {
                 continue;
             };
             let Some(run) = name.strip_suffix(".journal") else {
                 continue;
             };
-            if name.contains('/') {
-                continue;
-            }
-            if self.lake.get(&done_rel(run))?.is_some() {
+            if flushed.contains(run) || self.lake.get(&done_rel(run))?.is_some() {
                 // Finished; it died between recording the run and removing the journal.
                 self.lake.delete(&o.rel)?;
                 continue;
@@ -258,7 +284,60 @@ impl RemoteRun {
         files: &[PublishedFile],
     ) -> anyhow::Result<RunRecord> {
         self.stop_heartbeat();
-        let rec = RunRecord {
+        let rec = self.record(inputs, files, None);
+        self.lake
+            .put(&done_rel(&self.id), serde_json::to_vec(&rec)?)
+            .context("cannot record the finished import")?;
+        self.lake.delete(&journal_rel(&self.id))?;
+        self.finished = true;
+        Ok(rec)
+    }
+
+    /// The run was a flush of `silt serve` holding its write-ahead log up to and including
+    /// record `wal_upto`: replaces the instance's flush record `name` (one object, rewritten by
+    /// every flush: only the last position matters), then removes the journal. The flush record
+    /// is the commit point: a crash before it leaves the journal, whose files the next start
+    /// removes before the log is replayed.
+    pub fn finish_flush(
+        mut self,
+        files: &[PublishedFile],
+        wal_upto: u64,
+        name: &str,
+    ) -> anyhow::Result<RunRecord> {
+        self.stop_heartbeat();
+        let rec = self.record(Vec::new(), files, Some(wal_upto));
+        self.lake
+            .put(&format!("{IMPORTS_DIR}/{name}"), serde_json::to_vec(&rec)?)
+            .context("cannot record the finished flush")?;
+        self.lake.delete(&journal_rel(&self.id))?;
+        self.finished = true;
+        Ok(rec)
+    }
+
+    /// Gives the run up at once: the files it published are removed, then its journal; returns
+    /// how many files there were.
+    pub fn abandon(mut self) -> anyhow::Result<usize> {
+        self.stop_heartbeat();
+        let files = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .files
+            .clone();
+        self.lake.delete_many(&files)?;
+        self.lake.delete(&journal_rel(&self.id))?;
+        self.finished = true;
+        Ok(files.len())
+    }
+
+    /// The record of this run, finished now.
+    fn record(
+        &self,
+        inputs: Vec<InputIdentity>,
+        files: &[PublishedFile],
+        wal_upto: Option<u64>,
+    ) -> RunRecord {
+        RunRecord {
             run: self.id.clone(),
             finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             inputs,
@@ -270,15 +349,9 @@ impl RemoteRun {
                         .unwrap_or_else(|_| f.path.display().to_string())
                 })
                 .collect(),
-            wal_upto: None,
+            wal_upto,
             kafka: Default::default(),
-        };
-        self.lake
-            .put(&done_rel(&self.id), serde_json::to_vec(&rec)?)
-            .context("cannot record the finished import")?;
-        self.lake.delete(&journal_rel(&self.id))?;
-        self.finished = true;
-        Ok(rec)
+        }
     }
 
     fn stop_heartbeat(&mut self) {
@@ -489,6 +562,60 @@ mod tests {
         assert_eq!(rec.files, 1);
         assert_eq!(lake.get("t.x/a.parquet").unwrap(), None);
         assert!(lake.list(IMPORTS_DIR).unwrap().is_empty());
+    }
+
+    /// A serve flush: its record replaces the last one; a flush that died after its record but
+    /// before removing its journal keeps its files (its rows are what the record covers); an
+    /// abandoned one loses them at once.
+    #[test]
+    fn flush_records_commit_and_an_abandoned_flush_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = lake(dir.path());
+        let log = RemoteImportLog::new(lake.clone());
+        assert!(log.last_flush("flush.json").unwrap().is_none());
+        let published = |rel: &str| PublishedFile {
+            table: silt_core::TableName::parse("t.x").unwrap(),
+            path: lake.root_path().join(rel),
+            bytes: 1,
+            rows: 1,
+        };
+        let run = log.begin().unwrap();
+        run.finish_flush(&[published("t.x/a.parquet")], 7, "flush.json")
+            .unwrap();
+        let run = log.begin().unwrap();
+        let id = run.id.clone();
+        run.finish_flush(&[published("t.x/b.parquet")], 9, "flush.json")
+            .unwrap();
+        let rec = log.last_flush("flush.json").unwrap().unwrap();
+        assert_eq!(
+            (rec.wal_upto, rec.files.clone()),
+            (Some(9), vec!["t.x/b.parquet".to_string()])
+        );
+        assert!(log.last_flush("flush-other.json").unwrap().is_none());
+
+        // Killed between its record and removing its journal: the journal goes, the file stays.
+        lake.put("t.x/b.parquet", b"b".to_vec()).unwrap();
+        let j = Journal {
+            run: id,
+            host: host_name(),
+            pid: u32::MAX - 1,
+            files: vec!["t.x/b.parquet".into()],
+            abandoned: false,
+        };
+        write_journal(&lake, &j).unwrap();
+        let rec = log.recover().unwrap();
+        assert!(rec.runs.is_empty() && rec.files == 0, "{rec:?}");
+        assert!(lake.get("t.x/b.parquet").unwrap().is_some());
+        assert!(!lake.exists(&journal_rel(&j.run)).unwrap());
+
+        // Given up: its file and journal are removed at once.
+        let run = log.begin().unwrap();
+        lake.put("t.x/c.parquet", b"c".to_vec()).unwrap();
+        run.state.lock().unwrap().files.push("t.x/c.parquet".into());
+        let id = run.id.clone();
+        assert_eq!(run.abandon().unwrap(), 1);
+        assert!(lake.get("t.x/c.parquet").unwrap().is_none());
+        assert!(!lake.exists(&journal_rel(&id)).unwrap());
     }
 
     /// The id of the one journal in `lake`.

@@ -39,6 +39,19 @@ pub fn retain(
     opts: &RetainOptions,
     now: SystemTime,
 ) -> anyhow::Result<RetainReport> {
+    retain_with(lake, opts, now, &mut |_| {})
+}
+
+/// [`retain`], calling `before_drop` with each partition's path (below
+/// [`RemoteLake::root_path`]) once its drop record is written and before its objects are
+/// deleted: a server takes the partition's files out of its index there, as with
+/// [`crate::retain::retain_with`].
+pub fn retain_with(
+    lake: &Arc<RemoteLake>,
+    opts: &RetainOptions,
+    now: SystemTime,
+    before_drop: &mut dyn FnMut(&std::path::Path),
+) -> anyhow::Result<RetainReport> {
     let lock = RemoteLock::acquire(lake, "silt retain")?;
     if !opts.dry_run {
         replace::recover(&lock, RECORD_GRACE)?;
@@ -111,6 +124,7 @@ pub fn retain(
                     .get_versioned(&record)?
                     .with_context(|| format!("the drop record {record} vanished"))?
                     .modified;
+                before_drop(&lake.root_path().join(&partition));
                 replace::delete_partition(lake, &partition, at)?;
             }
             report.dropped.push(Dropped {

@@ -4,25 +4,13 @@
 use crate::cli::ExportArgs;
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
-    if silt_lake::remote::is_remote(&a.lake) {
-        // The Avro schemas of single-object messages are kept in a local directory, by default
-        // the lake's `_silt/avro-schemas/`, which an object-store lake does not have.
-        anyhow::ensure!(
-            a.messages.message_format != "avro"
-                || a.messages.schema_registry.is_some()
-                || a.messages.avro_schemas.is_some(),
-            "--message-format avro from an object-store lake ({}) needs --avro-schemas DIR (a \
-             local directory for the schemas consumers read) or --schema-registry URL",
-            a.lake.display()
-        );
-    } else {
-        anyhow::ensure!(
-            a.lake.is_dir(),
-            "lake {} does not exist: import logs first (silt import ... --lake {})",
-            a.lake.display(),
-            a.lake.display()
-        );
-    }
+    // An object-store lake's Avro schema directory is checked by `avro_framing`.
+    anyhow::ensure!(
+        silt_lake::remote::is_remote(&a.lake) || a.lake.is_dir(),
+        "lake {} does not exist: import logs first (silt import ... --lake {})",
+        a.lake.display(),
+        a.lake.display()
+    );
     let client = silt_kafka::KafkaClient {
         brokers: a.kafka.clone(),
         properties: a

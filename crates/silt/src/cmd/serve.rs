@@ -52,8 +52,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         anyhow::anyhow!("no lake: give --lake DIR or `lake = \"DIR\"` in the config file")
     })?;
     let writer = crate::opts::writer_config(&a.write)?;
-    silt_lake::remote::LakeRoot::local(&lake, "silt serve")?;
     let mut cfg = ServeConfig::new(lake.clone());
+    cfg.state = a.state.clone();
     cfg.http = match a.http.as_str() {
         "none" | "" => None,
         s => Some(s.parse().map_err(|_| {

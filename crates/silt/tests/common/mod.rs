@@ -32,7 +32,16 @@ pub fn ok(args: &[&str]) -> String {
 pub fn spawn_serve<S: AsRef<std::ffi::OsStr>>(
     args: impl IntoIterator<Item = S>,
 ) -> (Child, std::sync::mpsc::Receiver<String>) {
+    spawn_serve_in(&[], args)
+}
+
+/// [`spawn_serve`] with the variables `env` added to its environment (an object store's).
+pub fn spawn_serve_in<S: AsRef<std::ffi::OsStr>>(
+    env: &[(String, String)],
+    args: impl IntoIterator<Item = S>,
+) -> (Child, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("serve")
         .args(args)
         .stdout(Stdio::null())
@@ -58,10 +67,20 @@ pub fn serve(
     extra: &[&str],
     log: Option<std::sync::mpsc::Sender<String>>,
 ) -> (Child, String) {
+    serve_in(&[], lake, extra, log)
+}
+
+/// [`serve`] with the variables `env` added to its environment (an object store's).
+pub fn serve_in(
+    env: &[(String, String)],
+    lake: &Path,
+    extra: &[&str],
+    log: Option<std::sync::mpsc::Sender<String>>,
+) -> (Child, String) {
     let mut args: Vec<&std::ffi::OsStr> = vec!["--lake".as_ref(), lake.as_os_str()];
     args.extend(["--http", "127.0.0.1:0"].map(std::ffi::OsStr::new));
     args.extend(extra.iter().map(std::ffi::OsStr::new));
-    let (child, lines) = spawn_serve(args);
+    let (child, lines) = spawn_serve_in(env, args);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let addr = loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
