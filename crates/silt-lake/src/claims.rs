@@ -24,17 +24,29 @@
 //! after it), or the flush sees the new claim and gives up. This needs a file system whose
 //! `flock` all members share (one host, or a network file system that supports it).
 //!
+//! On an object-store lake ([`claim_in`], [`Fence::hold_in`]) the claims are the object
+//! `_silt/imports/kafka-claims.json`, and the lock is a lease on
+//! `_silt/imports/kafka-claims.lock` ([`crate::remote::lock::RemoteLock::lease`]: a conditional
+//! create, renewed while held, taken over once its holder has not renewed it for
+//! [`crate::remote::record::STALE`]). A member stalled for longer than that *inside* the few
+//! requests between its check and its flush record can still record a flush after another
+//! member claimed the partition; anywhere else it is fenced as on a local lake.
+//!
 //! Touches only `<lake>/_silt/imports/kafka-claims.*`.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::imports::IMPORTS_DIR;
 use crate::publish;
+use crate::remote::lock::RemoteLock;
+use crate::remote::{LakeRoot, RemoteLake};
 
 const CLAIMS: &str = "kafka-claims.json";
 const LOCK: &str = "kafka-claims.lock";
@@ -93,21 +105,88 @@ pub fn claim(root: &Path, instance: &str, partitions: &[(String, i32)]) -> anyho
     }
     let _held = lock(root)?;
     let mut claims = read(root)?;
+    insert(&mut claims, instance, &token, partitions);
+    let path = root.join(IMPORTS_DIR).join(CLAIMS);
+    publish::write_atomic(&path, &serde_json::to_vec_pretty(&claims)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(token)
+}
+
+/// Records `partitions` as claimed by `instance` with `token`, now.
+fn insert(claims: &mut Claims, instance: &str, token: &str, partitions: &[(String, i32)]) {
     let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     for (topic, p) in partitions {
         claims.entry(topic.clone()).or_default().insert(
             *p,
             Claim {
                 instance: instance.to_string(),
-                token: token.clone(),
+                token: token.to_string(),
                 at: at.clone(),
             },
         );
     }
-    let path = root.join(IMPORTS_DIR).join(CLAIMS);
-    publish::write_atomic(&path, &serde_json::to_vec_pretty(&claims)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+}
+
+/// [`claim`] in the lake `root` names: a directory, or an object store (see the module
+/// documentation).
+pub fn claim_in(
+    root: &LakeRoot,
+    instance: &str,
+    partitions: &[(String, i32)],
+) -> anyhow::Result<String> {
+    let lake = match root {
+        LakeRoot::Dir(d) => return claim(d, instance, partitions),
+        LakeRoot::Remote(r) => r,
+    };
+    let token = crate::imports::new_run_id();
+    if partitions.is_empty() {
+        return Ok(token);
+    }
+    let _held = remote_lock(lake)?;
+    let mut claims = remote_read(lake)?;
+    insert(&mut claims, instance, &token, partitions);
+    lake.put(&claims_rel(), serde_json::to_vec_pretty(&claims)?)
+        .context("cannot write the Kafka partition claims")?;
     Ok(token)
+}
+
+fn claims_rel() -> String {
+    format!("{IMPORTS_DIR}/{CLAIMS}")
+}
+
+/// An object-store lake's claims as they are now.
+fn remote_read(lake: &RemoteLake) -> anyhow::Result<Claims> {
+    match lake.get(&claims_rel())? {
+        None => Ok(Claims::new()),
+        Some(b) => serde_json::from_slice(&b).with_context(|| {
+            format!(
+                "{}/{} is not a claims file silt wrote; remove it only when no silt serve runs on the lake",
+                lake.url(),
+                claims_rel()
+            )
+        }),
+    }
+}
+
+/// How long taking an object-store lake's claims lease may wait: past the time after which a
+/// holder that died is taken over.
+const LEASE_WAIT: Duration = Duration::from_secs(crate::remote::record::STALE.as_secs() + 30);
+
+/// Takes the claims lease of an object-store lake, waiting while another member holds it.
+fn remote_lock(lake: &Arc<RemoteLake>) -> anyhow::Result<RemoteLock> {
+    let key = format!("{IMPORTS_DIR}/{LOCK}");
+    let t0 = Instant::now();
+    loop {
+        match RemoteLock::lease(lake, &key, "silt serve (Kafka partition claims)")? {
+            Ok(l) => return Ok(l),
+            Err(holder) if t0.elapsed() >= LEASE_WAIT => anyhow::bail!(
+                "cannot take {}/{key}: {holder} has held it for over {}s",
+                lake.url(),
+                LEASE_WAIT.as_secs()
+            ),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
 /// What a flush presents: for each Kafka partition it holds records of, the token of the
@@ -151,6 +230,7 @@ impl std::error::Error for Fenced {}
 #[derive(Debug)]
 pub struct Held {
     _lock: Option<File>,
+    _lease: Option<RemoteLock>,
 }
 
 impl Fence {
@@ -159,10 +239,42 @@ impl Fence {
     /// partitions takes no lock. Fails with [`Fenced`] (downcast the error) when a claim moved.
     pub fn hold(&self, root: &Path) -> anyhow::Result<Held> {
         if self.partitions.is_empty() {
-            return Ok(Held { _lock: None });
+            return Ok(Held {
+                _lock: None,
+                _lease: None,
+            });
         }
         let f = lock(root)?;
-        let claims = read(root)?;
+        self.check(&read(root)?)?;
+        Ok(Held {
+            _lock: Some(f),
+            _lease: None,
+        })
+    }
+
+    /// [`Fence::hold`] in the lake `root` names: a directory, or an object store (see the module
+    /// documentation).
+    pub fn hold_in(&self, root: &LakeRoot) -> anyhow::Result<Held> {
+        let lake = match root {
+            LakeRoot::Dir(d) => return self.hold(d),
+            LakeRoot::Remote(r) => r,
+        };
+        if self.partitions.is_empty() {
+            return Ok(Held {
+                _lock: None,
+                _lease: None,
+            });
+        }
+        let lease = remote_lock(lake)?;
+        self.check(&remote_read(lake)?)?;
+        Ok(Held {
+            _lock: None,
+            _lease: Some(lease),
+        })
+    }
+
+    /// [`Fenced`] unless every partition is claimed with the token presented.
+    fn check(&self, claims: &Claims) -> anyhow::Result<()> {
         for (topic, partition, token) in &self.partitions {
             let now = claims.get(topic).and_then(|m| m.get(partition));
             if token.is_none() || now.map(|c| &c.token) != token.as_ref() {
@@ -174,7 +286,7 @@ impl Fence {
                 .into());
             }
         }
-        Ok(Held { _lock: Some(f) })
+        Ok(())
     }
 }
 
@@ -243,6 +355,43 @@ mod tests {
         t.join().unwrap();
         assert_eq!(read(&root).unwrap()["ids"][&0].token, b);
         assert!(fence(&[0], &a).hold(&root).is_err());
+    }
+
+    /// The same rules in an object store, with the lease for the lock.
+    #[test]
+    fn claims_in_an_object_store_fence_as_in_a_directory() {
+        let store = object_store::memory::InMemory::new();
+        let lake = Arc::new(
+            RemoteLake::with_store("s3://b/p", "b".into(), "p".into(), Arc::new(store)).unwrap(),
+        );
+        let root = LakeRoot::Remote(lake.clone());
+        let a = claim_in(&root, "a", &parts(&[0, 1])).unwrap();
+        drop(fence(&[0, 1], &a).hold_in(&root).unwrap());
+        let held = fence(&[0], &a).hold_in(&root).unwrap();
+        // A claim waits while a flush holds the lease.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let r2 = root.clone();
+        let t = std::thread::spawn(move || tx.send(claim_in(&r2, "b", &parts(&[1])).unwrap()));
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(300))
+            .is_err());
+        drop(held);
+        let b = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        t.join().unwrap().unwrap();
+        drop(fence(&[0], &a).hold_in(&root).unwrap());
+        let e = fence(&[0, 1], &a).hold_in(&root).unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<Fenced>()
+                .unwrap()
+                .now
+                .as_ref()
+                .unwrap()
+                .instance,
+            "b"
+        );
+        drop(fence(&[1], &b).hold_in(&root).unwrap());
+        // No lease is left behind.
+        assert!(!lake.exists(&format!("{IMPORTS_DIR}/{LOCK}")).unwrap());
     }
 
     #[test]

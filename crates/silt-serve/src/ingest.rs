@@ -364,9 +364,11 @@ pub fn start(
             remote => remote,
         };
         let positions = match &target {
-            Target::Dir(log) => log.last_flush()?.map(|r| r.kafka).unwrap_or_default(),
-            Target::Remote(_) => KafkaPositions::new(),
-        };
+            Target::Dir(log) => log.last_flush()?,
+            Target::Remote(t) => RemoteImportLog::new(t.lake.clone()).last_flush(&t.record)?,
+        }
+        .map(|r| r.kafka)
+        .unwrap_or_default();
         *stats.kafka_flushed.lock().expect("not poisoned") = positions.clone();
         std::thread::Builder::new()
             .name("silt-serve-flush".into())
@@ -603,7 +605,17 @@ fn flush_loop(
 ) {
     // Cleaning up after a failed attempt reads the whole import record, so only then.
     let mut failed = false;
+    // In an object store, a run that died on another machine is known dead only once its
+    // journal is STALE: flushes look for such runs that often, so that their files (records
+    // another member may have read again) do not stay in the lake until the next start.
+    let mut recovered = Instant::now();
     for gen in rx {
+        if matches!(target, Target::Remote(_))
+            && recovered.elapsed() >= silt_lake::remote::record::STALE / 2
+        {
+            failed = true;
+            recovered = Instant::now();
+        }
         let mut delay = Duration::from_millis(200);
         let mut upto = positions.clone();
         merge_positions(&mut upto, &gen.kafka);
@@ -733,7 +745,7 @@ fn flush(
                 ))
                 .into());
             }
-            run.finish_flush(&files, gen.upto, &t.record)?;
+            run.finish_flush(&files, (gen.upto, kafka), &t.record, fence)?;
             update.published(gen.id, index);
             files
         }

@@ -48,6 +48,8 @@ use silt_kafka::rdkafka::types::RDKafkaRespErr;
 use silt_kafka::rdkafka::{ClientContext, Message};
 use silt_kafka::{KafkaClient, MetaColumns, Quiet, TopicRoute};
 use silt_lake::imports::ImportLog;
+use silt_lake::remote::record::RemoteImportLog;
+use silt_lake::remote::LakeRoot;
 
 use crate::kafka_meta::{EntryMeta, MessageMeta, Splice};
 use crate::wal::{Entry, KafkaSpan};
@@ -213,7 +215,7 @@ struct Gathered {
 
 /// What the consumer thread and the rebalance callback share.
 struct State {
-    lake: std::path::PathBuf,
+    lake: LakeRoot,
     /// `--instance` (empty for the unnamed instance), for the partitions' claims.
     instance: String,
     shared: Arc<Shared>,
@@ -335,7 +337,7 @@ impl State {
         // Claimed before the lake's positions are read: a member that stalled while holding
         // these partitions cannot record a flush of them from now on (it would be fenced), and
         // one it recorded before this is among the positions read below.
-        let token = silt_lake::claims::claim(&self.lake, &self.instance, &elements)?;
+        let token = silt_lake::claims::claim_in(&self.lake, &self.instance, &elements)?;
         {
             let mut claims = self
                 .shared
@@ -347,10 +349,18 @@ impl State {
                 claims.insert(k.clone(), token.clone());
             }
         }
-        let log = ImportLog::open(&self.lake)?;
         // Files of flushes that died (any instance's) hold records past their recorded offsets:
         // they go before anyone reads those records again.
-        let rec = log.recover()?;
+        let (rec, positions) = match &self.lake {
+            LakeRoot::Dir(d) => {
+                let log = ImportLog::open(d)?;
+                (log.recover()?, log.kafka_positions()?)
+            }
+            LakeRoot::Remote(r) => {
+                let log = RemoteImportLog::new(r.clone());
+                (log.recover()?, log.kafka_positions()?)
+            }
+        };
         if !rec.paths.is_empty() {
             // This server's queries must not look for them any more.
             let u = self.shared.live.begin_update();
@@ -364,7 +374,6 @@ impl State {
                 rec.runs.len()
             );
         }
-        let positions = log.kafka_positions()?;
         // Partitions the lake has never seen start at the group's committed offset, else at
         // the earliest or latest offset (`--kafka-start`).
         let committed = if elements
@@ -723,7 +732,7 @@ fn message_meta(m: &silt_kafka::rdkafka::message::BorrowedMessage<'_>) -> Messag
 /// gathered, flushing and committing) or, with `--until-end`, when the topics are read.
 pub fn start(
     spec: KafkaSpec,
-    lake: std::path::PathBuf,
+    lake: LakeRoot,
     instance: String,
     shared: Arc<Shared>,
     stats: Arc<KafkaStats>,

@@ -212,11 +212,6 @@ impl ServeConfig {
             self.lake.join(SERVE_DIR).display()
         );
         anyhow::ensure!(
-            !remote || self.kafka.is_none(),
-            "--kafka with --topic does not work on an object-store lake ({}) yet: Kafka positions and partition claims are kept in a lake directory; consume into a local lake and copy its files to the bucket, or use the other sources",
-            self.lake.display()
-        );
-        anyhow::ensure!(
             !remote || self.writer.table_format == silt_lake::TableFormat::Hive,
             "--table-format delta works on a lake directory, not yet on an object store ({}): serve with --table-format hive",
             self.lake.display()
@@ -545,7 +540,6 @@ impl Server {
             let l = cfg.lake.clone();
             tokio::task::spawn_blocking(move || LakeRoot::open(&l)).await??
         };
-        let lake = root.root_path();
         let serve_dir = cfg.serve_dir();
         std::fs::create_dir_all(&serve_dir)
             .with_context(|| format!("cannot create {}", serve_dir.display()))?;
@@ -598,6 +592,7 @@ impl Server {
             remote => remote,
         };
         let live = Arc::new(Live::new(index));
+        let kafka_root = root.clone();
         let maintain_stats = Arc::new(maintain::MaintainStats::default());
         let maintain = {
             let (tx, rx) = std::sync::mpsc::channel();
@@ -821,7 +816,7 @@ impl Server {
         if let Some(spec) = cfg.kafka {
             let h = kafka::start(
                 spec,
-                lake.clone(),
+                kafka_root,
                 cfg.instance.clone().unwrap_or_default(),
                 shared.clone(),
                 shared.kafka.clone(),

@@ -10,7 +10,9 @@
 //!   the lake once, and the committed offsets are the end offsets;
 //! - the broker stopped and started again while a server consumes: nothing lost or doubled, and
 //!   the server says the broker is away;
-//! - `--kafka-meta`: message keys, headers, times and offsets as columns of every format's rows.
+//! - `--kafka-meta`: message keys, headers, times and offsets as columns of every format's rows;
+//! - into an object-store lake (MinIO): `silt import kafka` twice and a serve member, every id
+//!   once.
 //!
 //! The tests share one broker and run one at a time (a lock), each on topics of its own.
 
@@ -1283,5 +1285,94 @@ fn serve_produces_a_table_to_kafka() {
     assert_eq!(
         (msgs.len(), ids.len(), bytes),
         (2000, 2000, (0..2000i64).map(|i| 100 + i).sum::<i64>())
+    );
+}
+
+/// Kafka into an object-store lake (MinIO, `scripts/minio.sh`): `silt import kafka` writes every
+/// record once, a second run reads only what arrived since (positions from the bucket's flush
+/// records), and a `silt serve --kafka` member on the bucket goes on from there; the committed
+/// offsets end at the end offsets.
+#[test]
+fn kafka_into_a_bucket_once() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let Some(env) = common::minio() else { return };
+    let bucket = common::bucket("kafka");
+    let s3 = format!("s3://{bucket}/l");
+    let t = topic("s3ids", 3);
+    let group = format!("s3-{t}");
+    let topic_arg = format!("{t}=json:app.ids");
+    let silt_env = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_silt"))
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "silt {args:?}: {stderr}");
+        (String::from_utf8_lossy(&out.stdout).to_string(), stderr)
+    };
+    let import = || {
+        silt_env(&[
+            "import", "kafka", "--kafka", &broker, "--group", &group, "--topic", &topic_arg,
+            "--lake", &s3, "--quiet",
+        ])
+        .1
+    };
+    let in_bucket = || {
+        silt_env(&[
+            "query",
+            "--lake",
+            &s3,
+            "--format",
+            "csv",
+            "SELECT count(*) || '/' || count(DISTINCT id) FROM app.ids",
+        ])
+        .0
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .to_string()
+    };
+    client(&py, &["produce-ids", &broker, &t, "0", "30000"]);
+    let said = import();
+    assert!(said.contains("30000 events"), "{said}");
+    assert_eq!(in_bucket(), "30000/30000");
+    client(&py, &["produce-ids", &broker, &t, "30000", "10000"]);
+    let said = import();
+    assert!(said.contains("10000 events"), "{said}");
+    assert_eq!(in_bucket(), "40000/40000");
+
+    // A serve member on the bucket resumes where the imports ended.
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    let (mut child, addr) = common::serve_in(
+        &env,
+        Path::new(&s3),
+        &[
+            "--state",
+            p(&state),
+            "--kafka",
+            &broker,
+            "--group",
+            &group,
+            "--topic",
+            &topic_arg,
+            "--flush-age",
+            "1s",
+        ],
+        None,
+    );
+    client(&py, &["produce-ids", &broker, &t, "40000", "5000"]);
+    let c = wait_rows_at(&["--server", &addr], "app.ids", 45_000, 120);
+    common::terminate(&mut child);
+    assert_eq!(c, (45_000, 45_000));
+    assert_eq!(in_bucket(), "45000/45000");
+    let v: serde_json::Value =
+        serde_json::from_str(&client(&py, &["offsets", &broker, &group, &t])).unwrap();
+    assert_eq!(
+        v["committed"], v["end"],
+        "committed offsets are the end offsets"
     );
 }

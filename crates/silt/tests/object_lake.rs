@@ -308,35 +308,13 @@ fn rejects_large_files_and_refusals() {
 
     // What does not work on an object store yet says so, and writes nothing locally.
     let cwd = tempfile::tempdir().unwrap();
-    for args in [
-        vec!["vacuum", "--lake", &s3, "--dry-run"],
-        vec![
-            "import",
-            "kafka",
-            "--lake",
-            &s3,
-            "--kafka",
-            "127.0.0.1:9",
-            "--topic",
-            "t=json",
-        ],
-        vec![
-            "serve",
-            "--lake",
-            &s3,
-            "--state",
-            "st",
-            "--kafka",
-            "127.0.0.1:9",
-            "--topic",
-            "t=json",
-        ],
-    ] {
+    {
+        let args = ["vacuum", "--lake", &s3, "--dry-run"];
         let mut c = silt();
         let o = c
             .current_dir(cwd.path())
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .args(&args)
+            .args(args)
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);

@@ -107,6 +107,23 @@ impl RemoteImportLog {
         }
     }
 
+    /// Where Kafka consumption resumes: for every topic partition any serve instance flushed,
+    /// the highest next offset recorded (as [`crate::imports::ImportLog::kafka_positions`]).
+    pub fn kafka_positions(&self) -> anyhow::Result<crate::imports::KafkaPositions> {
+        let mut out = crate::imports::KafkaPositions::new();
+        for o in self.lake.list(IMPORTS_DIR)? {
+            let Some(name) = o.rel.strip_prefix(&format!("{IMPORTS_DIR}/")) else {
+                continue;
+            };
+            if !name.contains('/') && crate::imports::is_flush_record(name) {
+                if let Some(r) = self.last_flush(name)? {
+                    crate::imports::merge_positions(&mut out, &r.kafka);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Removes the files of dead runs (see the module documentation), then their journals.
     pub fn recover(&self) -> anyhow::Result<Recovered> {
         self.recover_at(SystemTime::now())
@@ -298,14 +315,32 @@ impl RemoteRun {
     /// every flush: only the last position matters), then removes the journal. The flush record
     /// is the commit point: a crash before it leaves the journal, whose files the next start
     /// removes before the log is replayed.
+    ///
+    /// A flush holding records of Kafka partitions (`fence`) is recorded only while their claims
+    /// stand ([`crate::claims`]), with `kafka` (this instance's positions after it); a fenced
+    /// one removes its files and journal and fails with [`crate::claims::Fenced`].
     pub fn finish_flush(
         mut self,
         files: &[PublishedFile],
-        wal_upto: u64,
+        (wal_upto, kafka): (u64, crate::imports::KafkaPositions),
         name: &str,
+        fence: &crate::claims::Fence,
     ) -> anyhow::Result<RunRecord> {
+        // Held until the record is in place: a claim made meanwhile waits for it.
+        let _held = match fence.hold_in(&super::LakeRoot::Remote(self.lake.clone())) {
+            Ok(h) => h,
+            Err(e) if e.is::<crate::claims::Fenced>() => {
+                let removed = self.abandon()?;
+                tracing::warn!(
+                    "{e}; removed the {removed} file(s) this flush had published (their records are the new owner's)"
+                );
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         self.stop_heartbeat();
-        let rec = self.record(Vec::new(), files, Some(wal_upto));
+        let mut rec = self.record(Vec::new(), files, Some(wal_upto));
+        rec.kafka = kafka;
         self.lake
             .put(&format!("{IMPORTS_DIR}/{name}"), serde_json::to_vec(&rec)?)
             .context("cannot record the finished flush")?;
@@ -580,18 +615,32 @@ mod tests {
             rows: 1,
         };
         let run = log.begin().unwrap();
-        run.finish_flush(&[published("t.x/a.parquet")], 7, "flush.json")
-            .unwrap();
+        let none = crate::claims::Fence::default();
+        run.finish_flush(
+            &[published("t.x/a.parquet")],
+            (7, Default::default()),
+            "flush.json",
+            &none,
+        )
+        .unwrap();
         let run = log.begin().unwrap();
         let id = run.id.clone();
-        run.finish_flush(&[published("t.x/b.parquet")], 9, "flush.json")
-            .unwrap();
+        let mut kafka = crate::imports::KafkaPositions::new();
+        kafka.entry("ids".into()).or_default().insert(0, 42);
+        run.finish_flush(
+            &[published("t.x/b.parquet")],
+            (9, kafka.clone()),
+            "flush.json",
+            &none,
+        )
+        .unwrap();
         let rec = log.last_flush("flush.json").unwrap().unwrap();
         assert_eq!(
             (rec.wal_upto, rec.files.clone()),
             (Some(9), vec!["t.x/b.parquet".to_string()])
         );
         assert!(log.last_flush("flush-other.json").unwrap().is_none());
+        assert_eq!(log.kafka_positions().unwrap(), kafka);
 
         // Killed between its record and removing its journal: the journal goes, the file stays.
         lake.put("t.x/b.parquet", b"b".to_vec()).unwrap();

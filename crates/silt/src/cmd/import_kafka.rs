@@ -2,7 +2,7 @@
 //! assigned, into the lake, and stop. It runs the server's pipeline without listeners (the
 //! same consumer, exactly-once offsets and flushes as `silt serve --kafka`; see
 //! `silt_serve::kafka`) as the instance `import-GROUP`, so it can run next to a server on the
-//! same lake.
+//! same lake, a directory or an object store.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -14,7 +14,6 @@ use crate::cli::ImportArgs;
 use crate::opts;
 
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
-    silt_lake::remote::LakeRoot::local(&a.lake, "silt import kafka")?;
     anyhow::ensure!(
         a.inputs.is_empty(),
         "silt import kafka reads topics, not files: drop {} (or import them with their format)",
@@ -29,6 +28,19 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let writer = opts::writer_config(&a.write)?;
     let mut cfg = ServeConfig::new(a.lake.clone());
     cfg.http = None;
+    // On an object-store lake the server's log needs a local directory. A temporary one is
+    // enough here: the log holds only Kafka records, which Kafka keeps, and the next run resumes
+    // from the positions the bucket records (it numbers its log after them).
+    let _state = if silt_lake::remote::is_remote(&a.lake) {
+        let d = tempfile::Builder::new()
+            .prefix("silt-import-kafka-")
+            .tempdir()
+            .map_err(|e| anyhow::anyhow!("cannot create a state directory in $TMPDIR: {e}"))?;
+        cfg.state = Some(d.path().to_path_buf());
+        Some(d)
+    } else {
+        None
+    };
     let group: String = a
         .kafka
         .group
