@@ -117,22 +117,6 @@ impl LakeRoot {
         }
     }
 
-    /// The local directory `arg` names, or an error saying that `what` does not work on an
-    /// object-store lake yet (checked without contacting the store).
-    pub fn local(arg: &Path, what: &str) -> anyhow::Result<PathBuf> {
-        if is_remote(arg) {
-            anyhow::bail!(
-                "{what} does not work on an object-store lake yet ({}); run it on a local lake, \
-                 or import locally and copy the files to the bucket",
-                arg.display()
-            );
-        }
-        match Self::open(arg)? {
-            LakeRoot::Dir(p) => Ok(p),
-            LakeRoot::Remote(r) => anyhow::bail!("{what} does not work on {} yet", r.url()),
-        }
-    }
-
     /// The lake as it is shown to the user (a path or the URL).
     pub fn display(&self) -> String {
         match self {
