@@ -284,6 +284,16 @@ impl ImportLog {
     /// journal whose run is already in `done.ndjson` (a crash between recording the run and
     /// removing its journal) only loses its journal: its files are part of the lake.
     pub fn recover(&self) -> anyhow::Result<Recovered> {
+        self.recover_or_survey(false)
+    }
+
+    /// What [`ImportLog::recover`] would remove now, changing nothing (`silt vacuum
+    /// --dry-run`): `paths` are the dead runs' files that exist.
+    pub fn survey(&self) -> anyhow::Result<Recovered> {
+        self.recover_or_survey(true)
+    }
+
+    fn recover_or_survey(&self, dry: bool) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
         let finished: std::collections::HashSet<String> =
             self.runs()?.into_iter().map(|r| r.run).collect();
@@ -305,21 +315,35 @@ impl ImportLog {
                 }
             }
             if finished.contains(run) {
-                fs::remove_file(&p)?;
+                if !dry {
+                    fs::remove_file(&p)?;
+                }
                 continue;
             }
             let rels: Vec<String> = BufReader::new(&f)
                 .lines()
                 .filter(|l| !matches!(l, Ok(l) if l.is_empty()))
                 .collect::<std::io::Result<_>>()?;
+            rec.runs.push(run.to_string());
+            if dry {
+                for rel in rels {
+                    let file = self.root.join(rel);
+                    if file.is_file() {
+                        rec.files += 1;
+                        rec.paths.push(file);
+                    }
+                }
+                continue;
+            }
             // The run may have committed its files to a Delta log before it died: the log
             // must stop naming them before they go.
             crate::delta::uncommit(&self.root, &rels, "silt recovery")?;
             remove_files(&self.root, &rels, run, &mut rec)?;
             fs::remove_file(&p)?;
-            rec.runs.push(run.to_string());
         }
-        publish::sync_dir(&self.dir);
+        if !dry {
+            publish::sync_dir(&self.dir);
+        }
         Ok(rec)
     }
 
@@ -633,6 +657,12 @@ mod tests {
             .unwrap()
             .write_all(b"t.x/b.parquet\n")
             .unwrap();
+        // A survey (vacuum --dry-run) says what recovery will do and changes nothing.
+        let seen = log.survey().unwrap();
+        assert_eq!((seen.runs.clone(), seen.files), (vec![dead_id.clone()], 1));
+        assert_eq!(seen.paths, vec![f1.clone()]);
+        assert!(f1.exists());
+        assert_eq!(log.survey().unwrap().runs, seen.runs);
         let rec = log.recover().unwrap();
         assert_eq!(rec.runs, vec![dead_id]);
         assert_eq!(rec.files, 1);

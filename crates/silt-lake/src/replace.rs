@@ -337,7 +337,8 @@ pub struct Recovery {
     pub inputs_removed: usize,
     /// Replacements that died before their commit (record and temporary file removed).
     pub abandoned: usize,
-    /// Finished records past the grace period, removed.
+    /// Finished records past the grace period, and records whose output and inputs are both
+    /// gone (retention dropped their partition), removed.
     pub expired: usize,
 }
 
@@ -350,15 +351,32 @@ impl Recovery {
 /// Finishes or undoes every replacement a crash left (see the module documentation), and removes
 /// finished records older than `grace`. Needs the lock, so it never touches a live compaction.
 pub fn recover(lock: &MaintenanceLock, grace: Duration) -> anyhow::Result<Recovery> {
+    recover_or_survey(lock, grace, false)
+}
+
+/// What [`recover`] would do now, changing nothing (`silt vacuum --dry-run`).
+pub fn survey(lock: &MaintenanceLock, grace: Duration) -> anyhow::Result<Recovery> {
+    recover_or_survey(lock, grace, true)
+}
+
+fn recover_or_survey(
+    lock: &MaintenanceLock,
+    grace: Duration,
+    dry: bool,
+) -> anyhow::Result<Recovery> {
     let root = lock.root();
     let mut rep = Recovery::default();
     let now = SystemTime::now();
     for (path, r) in records(root)? {
         let output = root.join(&r.output);
         if output.exists() {
-            // A Delta table's log must have the swap before its inputs go.
-            crate::delta::commit_replacement(root, &r.output, &r.inputs, "silt recovery")?;
-            let n = remove_inputs(root, &r)?;
+            let n = if dry {
+                r.inputs.iter().filter(|i| root.join(i).is_file()).count()
+            } else {
+                // A Delta table's log must have the swap before its inputs go.
+                crate::delta::commit_replacement(root, &r.output, &r.inputs, "silt recovery")?;
+                remove_inputs(root, &r)?
+            };
             if n > 0 {
                 rep.completed += 1;
                 rep.inputs_removed += n;
@@ -369,19 +387,32 @@ pub fn recover(lock: &MaintenanceLock, grace: Duration) -> anyhow::Result<Recove
                 .and_then(|m| now.duration_since(m).ok())
                 .unwrap_or_default();
             if age >= grace {
-                fs::remove_file(&path)
-                    .with_context(|| format!("cannot remove {}", path.display()))?;
+                if !dry {
+                    fs::remove_file(&path)
+                        .with_context(|| format!("cannot remove {}", path.display()))?;
+                }
                 rep.expired += 1;
             }
         } else {
-            if !r.temp.is_empty() {
-                let _ = fs::remove_file(root.join(&r.temp));
+            if !dry {
+                if !r.temp.is_empty() {
+                    let _ = fs::remove_file(root.join(&r.temp));
+                }
+                fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
             }
-            fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-            rep.abandoned += 1;
+            // Neither output nor inputs (retention dropped the partition since): an old
+            // record, nothing to undo.
+            if r.inputs.iter().any(|i| root.join(i).exists()) {
+                rep.abandoned += 1;
+            } else {
+                rep.expired += 1;
+            }
         }
     }
-    publish::sync_dir(&root.join(REPLACE_DIR));
+    if !dry {
+        publish::sync_dir(&root.join(REPLACE_DIR));
+    }
     Ok(rep)
 }
 
@@ -467,7 +498,12 @@ mod tests {
             &["t.x/dt=2024-01-01/b.parquet"],
         );
         fs::write(part.join(".d.parquet.inprogress"), b"half").unwrap();
-        for (n, r) in [("c", &done), ("d", &died)] {
+        // e's output and input are both gone (retention dropped them since): an old record.
+        let gone = rec(
+            "t.x/dt=2024-01-01/e.parquet",
+            &["t.x/dt=2024-01-01/y.parquet"],
+        );
+        for (n, r) in [("c", &done), ("d", &died), ("e", &gone)] {
             publish::write_atomic(
                 &root.join(REPLACE_DIR).join(format!("{n}.json")),
                 &serde_json::to_vec(r).unwrap(),
@@ -478,14 +514,19 @@ mod tests {
         // A second maintenance command is refused while the lock is held.
         let err = MaintenanceLock::acquire(root).unwrap_err().to_string();
         assert!(err.contains("another silt compact"), "{err}");
+        // A survey (vacuum --dry-run) reports the same and changes nothing.
+        let seen = survey(&lock, Duration::from_secs(3600)).unwrap();
+        assert!(part.join("a.parquet").exists());
+        assert!(root.join(REPLACE_DIR).join("d.json").exists());
         let rep = recover(&lock, Duration::from_secs(3600)).unwrap();
+        assert_eq!(seen, rep);
         assert_eq!(
             rep,
             Recovery {
                 completed: 1,
                 inputs_removed: 1,
                 abandoned: 1,
-                expired: 0
+                expired: 1
             }
         );
         assert!(!part.join("a.parquet").exists());

@@ -82,12 +82,19 @@ pub fn vacuum(root: &Path, opts: &VacuumOptions, now: SystemTime) -> anyhow::Res
     );
     let lock = MaintenanceLock::acquire(root)?;
     let mut rep = VacuumReport::default();
-    if !opts.dry_run {
-        let r = ImportLog::open(root)?.recover()?;
-        rep.dead_imports = r.runs.len();
-        rep.dead_import_files = r.files;
-        rep.replacements = replace::recover(&lock, opts.grace)?;
-    }
+    let log = ImportLog::open(root)?;
+    let r = if opts.dry_run {
+        log.survey()?
+    } else {
+        log.recover()?
+    };
+    rep.dead_imports = r.runs.len();
+    rep.dead_import_files = r.files;
+    rep.replacements = if opts.dry_run {
+        replace::survey(&lock, opts.grace)?
+    } else {
+        replace::recover(&lock, opts.grace)?
+    };
     let in_flight = ImportLog::open(root)?.in_flight()?;
     for table in layout::tables(root)? {
         let dir = root.join(table.to_string());

@@ -502,6 +502,9 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     let v = ok(&["vacuum", "--lake", p(&lake), "--json"]);
     assert!(v.contains("\"temp_files\": 0"), "{v}");
     assert!(stale.exists());
+    let v = ok(&["vacuum", "--lake", p(&lake), "--grace", "0s", "--dry-run"]);
+    assert!(v.contains("would remove 1 temporary file(s)"), "{v}");
+    assert!(stale.exists());
     let v = ok(&["vacuum", "--lake", p(&lake), "--grace", "0s"]);
     assert!(v.contains("removed 1 temporary file(s)"), "{v}");
     assert!(!stale.exists());

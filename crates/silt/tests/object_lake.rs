@@ -309,7 +309,15 @@ fn rejects_large_files_and_refusals() {
     // What does not work on an object store yet says so, and writes nothing locally.
     let cwd = tempfile::tempdir().unwrap();
     {
-        let args = ["vacuum", "--lake", &s3, "--dry-run"];
+        let args = [
+            "import",
+            "json",
+            p(&input),
+            "--lake",
+            &s3,
+            "--table-format",
+            "delta",
+        ];
         let mut c = silt();
         let o = c
             .current_dir(cwd.path())
@@ -319,7 +327,7 @@ fn rejects_large_files_and_refusals() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{args:?} succeeded");
-        assert!(err.contains("object-store lake"), "{args:?}: {err}");
+        assert!(err.contains("object store"), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
 
@@ -442,6 +450,26 @@ fn killed_imports_leave_every_row_once() {
         killed >= 1,
         "every run finished before its first upload was seen"
     );
+    // `vacuum --dry-run` names the dead run and its uploaded files, and changes nothing.
+    let journals = |remote: &silt_lake::remote::RemoteLake| -> Vec<String> {
+        remote
+            .list("_silt/imports")
+            .unwrap()
+            .into_iter()
+            .map(|o| o.rel)
+            .filter(|r| r.ends_with(".journal"))
+            .collect()
+    };
+    let left = journals(remote);
+    let objects = remote.list("zeek.conn").unwrap().len();
+    let o = run(&env, &["vacuum", "--lake", &s3, "--dry-run", "--json"]);
+    let dry: serde_json::Value = serde_json::from_str(&stdout(ok(&o))).unwrap();
+    assert_eq!(dry["dead_imports"], left.len(), "{dry}");
+    if !left.is_empty() {
+        assert!(dry["dead_import_files"].as_u64().unwrap() >= 1, "{dry}");
+    }
+    assert_eq!(journals(remote), left);
+    assert_eq!(remote.list("zeek.conn").unwrap().len(), objects);
     // The run that completes removes what the killed ones uploaded, and says so.
     let o = run(&env, &args);
     ok(&o);
@@ -450,14 +478,7 @@ fn killed_imports_leave_every_row_once() {
     let count = query_csv(&env, &s3, "SELECT count(*) AS n FROM zeek.conn");
     let row = count.lines().nth(1).unwrap().to_string();
     assert_eq!(row, expected, "killed {killed} runs");
-    let journals: Vec<String> = remote
-        .list("_silt/imports")
-        .unwrap()
-        .into_iter()
-        .map(|o| o.rel)
-        .filter(|r| r.ends_with(".journal"))
-        .collect();
-    assert!(journals.is_empty(), "{journals:?}");
+    assert!(journals(remote).is_empty(), "{:?}", journals(remote));
     // A second complete run is skipped: still once.
     ok(&run(&env, &args));
     let again = query_csv(&env, &s3, "SELECT count(*) FROM zeek.conn");
@@ -644,8 +665,42 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
     assert_eq!(empty.trim(), "n,h,d\n0,0,", "{empty}");
     let tables = stdout(ok(&run(&env, &["tables", "--lake", &s3, "--json"])));
     assert!(tables.contains("\"zeek.conn\""), "{tables}");
-    // Vacuum with no grace removes the records the maintenance left.
-    ok(&run(&env, &["vacuum", "--lake", &s3, "--grace", "0s"]));
+    // Vacuum with no grace removes the records the maintenance left; its dry run reports the
+    // same and removes nothing.
+    let records = || {
+        let mut r: Vec<String> = ["_silt/replace", "_silt/drop"]
+            .iter()
+            .flat_map(|d| remote.list(d).unwrap())
+            .map(|o| o.rel)
+            .collect();
+        r.sort();
+        r
+    };
+    let before = records();
+    assert!(!before.is_empty());
+    let vacuum = |dry: bool| -> serde_json::Value {
+        let mut args = vec!["vacuum", "--lake", &s3, "--grace", "0s", "--json"];
+        if dry {
+            args.push("--dry-run");
+        }
+        serde_json::from_str(&stdout(ok(&run(&env, &args)))).unwrap()
+    };
+    let dry = vacuum(true);
+    assert_eq!(records(), before);
+    let done = vacuum(false);
+    for k in [
+        "records_expired",
+        "trash",
+        "compactions_undone",
+        "dead_imports",
+    ] {
+        assert_eq!(dry[k], done[k], "{k}: {dry} vs {done}");
+    }
+    assert_eq!(
+        (done["records_expired"].as_u64().unwrap() + done["trash"].as_u64().unwrap()) as usize,
+        before.len(),
+        "{done}"
+    );
     for d in ["_silt/replace", "_silt/drop"] {
         assert!(remote.list(d).unwrap().is_empty(), "{d} left");
     }
@@ -655,7 +710,8 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
 /// bucket through flushes (merged there by `--compact-every`), with rejects in the bucket's
 /// `_rejects/`; events only in the write-ahead log of a server killed with SIGKILL reach the
 /// bucket once when it starts again, also when servers are killed at random moments while
-/// flushing; a second server for the same instance and a state directory of another lake are
+/// flushing; an operator's compaction and retention on the bucket are picked up by a running
+/// server; a second server for the same instance and a state directory of another lake are
 /// refused.
 #[test]
 fn serve_writes_the_bucket_and_a_killed_server_loses_nothing() {
@@ -874,6 +930,75 @@ fn serve_writes_the_bucket_and_a_killed_server_loses_nothing() {
     assert!(
         in_bucket().contains(&format!("{acked},{acked}")),
         "{} for {acked} acknowledged",
+        in_bucket()
+    );
+
+    // 5. An operator's compaction and retention on the bucket next to a running server: the
+    // server sees their records (within its 5 s watch), lists the bucket again, and answers
+    // from the merged files, then without the dropped partitions. (app.events has no time
+    // partitions, being small: app.old is made with day partitions by an import first.)
+    let old = dir.path().join("old.ndjson");
+    std::fs::write(&old, "{\"time\":\"2024-03-24T00:00:00Z\",\"id\":-1}\n").unwrap();
+    let args = [
+        "import",
+        "json",
+        p(&old),
+        "--lake",
+        &s3,
+        "--table",
+        "app.old",
+    ];
+    ok(&run(&env, &[&args[..], &["--partition", "day"]].concat()));
+    let (mut child, addr) =
+        common::serve_in(&env, lake, &["--state", st, "--flush-age", "100ms"], None);
+    let old_counts = || {
+        let mut r = agent
+            .post(&format!("{addr}/v1/query?format=csv"))
+            .send("SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.old")
+            .unwrap();
+        r.body_mut().read_to_string().unwrap()
+    };
+    for b in 0..4 {
+        let mut r = agent
+            .post(&format!("{addr}/v1/ingest/app.old"))
+            .header("Content-Type", "application/x-ndjson")
+            .send(batch(b * 100..(b + 1) * 100).as_bytes())
+            .unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            200,
+            "{}",
+            r.body_mut().read_to_string().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_metric(&addr, "silt_flush_rows_total", 400);
+    let until = Instant::now() + Duration::from_secs(30);
+    while !old_counts().contains("\n401,401") {
+        assert!(Instant::now() < until, "{}", old_counts());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let small = remote.list("app.old").unwrap().len();
+    let o = run(
+        &env,
+        &["compact", "--lake", &s3, "--table", "app.old", "--json"],
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(ok(&o))).unwrap();
+    assert!(
+        report["tables"][0]["groups"].as_u64() >= Some(1),
+        "nothing compacted among {small} objects: {report}"
+    );
+    assert!(remote.list("app.old").unwrap().len() < small);
+    wait_metric(&addr, "silt_lake_rescans_total", 1);
+    assert!(old_counts().contains("\n401,401"), "{}", old_counts());
+    let rescans = common::metric(&agent, &addr, "silt_lake_rescans_total");
+    let kept = stdout(ok(&run(&env, &["retain", "--lake", &s3, "--keep", "30d"])));
+    wait_metric(&addr, "silt_lake_rescans_total", rescans + 1);
+    assert!(old_counts().contains("\n0,0"), "{}{kept}", old_counts());
+    common::terminate(&mut child);
+    assert!(
+        in_bucket().contains(&format!("{acked},{acked}")),
+        "{}",
         in_bucket()
     );
 

@@ -301,7 +301,12 @@ pub(crate) mod tests {
         .unwrap();
         assert_eq!(values(&lake, "t.x"), (expected.clone(), 2));
         let lock = RemoteLock::acquire(&lake, "test").unwrap();
-        let (r, _) = replace::recover(&lock, std::time::Duration::from_secs(3600)).unwrap();
+        let hour = std::time::Duration::from_secs(3600);
+        // A survey (vacuum --dry-run) reports the same and changes nothing.
+        let (seen, _) = replace::survey(&lock, hour).unwrap();
+        assert!(lake.exists(&stale).unwrap());
+        let (r, _) = replace::recover(&lock, hour).unwrap();
+        assert_eq!(seen, r);
         assert_eq!((r.completed, r.inputs_removed, r.abandoned), (1, 1, 1));
         assert!(!lake.exists(&stale).unwrap());
         drop(lock);

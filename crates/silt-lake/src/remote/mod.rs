@@ -189,6 +189,8 @@ pub enum PutIf {
 #[derive(Debug, Clone)]
 pub struct Versioned {
     pub bytes: Bytes,
+    /// From the response's Last-Modified header: whole seconds (a listing has milliseconds;
+    /// compare with listed times only through a listing).
     pub modified: SystemTime,
     pub version: UpdateVersion,
 }

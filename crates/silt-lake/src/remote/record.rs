@@ -126,10 +126,16 @@ impl RemoteImportLog {
 
     /// Removes the files of dead runs (see the module documentation), then their journals.
     pub fn recover(&self) -> anyhow::Result<Recovered> {
-        self.recover_at(SystemTime::now())
+        self.recover_at(SystemTime::now(), false)
     }
 
-    fn recover_at(&self, now: SystemTime) -> anyhow::Result<Recovered> {
+    /// What [`RemoteImportLog::recover`] would remove now, changing nothing (`silt vacuum
+    /// --dry-run`): `paths` are the dead runs' files that exist.
+    pub fn survey(&self) -> anyhow::Result<Recovered> {
+        self.recover_at(SystemTime::now(), true)
+    }
+
+    fn recover_at(&self, now: SystemTime, dry: bool) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
         let listed = self.lake.list(IMPORTS_DIR)?;
         let name_of = |rel: &str| {
@@ -157,7 +163,9 @@ impl RemoteImportLog {
             };
             if flushed.contains(run) || self.lake.get(&done_rel(run))?.is_some() {
                 // Finished; it died between recording the run and removing the journal.
-                self.lake.delete(&o.rel)?;
+                if !dry {
+                    self.lake.delete(&o.rel)?;
+                }
                 continue;
             }
             let Some(bytes) = self.lake.get(&o.rel)? else {
@@ -169,6 +177,16 @@ impl RemoteImportLog {
             if !journal.abandoned && !died_here && age < STALE {
                 continue; // a live run
             }
+            rec.runs.push(run.to_string());
+            if dry {
+                for f in &journal.files {
+                    if self.lake.exists(f)? {
+                        rec.files += 1;
+                        rec.paths.push(self.lake.root_path().join(f));
+                    }
+                }
+                continue;
+            }
             for f in &journal.files {
                 self.lake.delete(f).with_context(|| {
                     format!("cannot remove {f} of the interrupted import {run}")
@@ -177,7 +195,6 @@ impl RemoteImportLog {
                 rec.paths.push(self.lake.root_path().join(f));
             }
             self.lake.delete(&o.rel)?;
-            rec.runs.push(run.to_string());
         }
         Ok(rec)
     }
@@ -575,6 +592,10 @@ mod tests {
             .files
             .push("t.x/b.parquet".into());
         drop(failed);
+        // A survey (vacuum --dry-run) sees the failed run and changes nothing.
+        let seen = log.survey().unwrap();
+        assert_eq!((seen.runs.len(), seen.files), (1, 1));
+        assert!(lake.get("t.x/b.parquet").unwrap().is_some());
         let rec = log.recover().unwrap();
         assert_eq!(rec.runs.len(), 1);
         assert_eq!(lake.get("t.x/b.parquet").unwrap(), None);
@@ -593,7 +614,7 @@ mod tests {
         }
         assert!(log.recover().unwrap().runs.is_empty());
         let later = SystemTime::now() + STALE + Duration::from_secs(1);
-        let rec = log.recover_at(later).unwrap();
+        let rec = log.recover_at(later, false).unwrap();
         assert_eq!(rec.files, 1);
         assert_eq!(lake.get("t.x/a.parquet").unwrap(), None);
         assert!(lake.list(IMPORTS_DIR).unwrap().is_empty());

@@ -153,36 +153,63 @@ pub struct Drops {
 /// Finishes or undoes what crashed compactions and retentions left, and removes records older
 /// than `grace` (see the module documentation). Needs the lock, so it never touches a live one.
 pub fn recover(lock: &RemoteLock, grace: Duration) -> anyhow::Result<(Recovery, Drops)> {
+    recover_or_survey(lock, grace, false)
+}
+
+/// What [`recover`] would do now, changing nothing (`silt vacuum --dry-run`).
+pub fn survey(lock: &RemoteLock, grace: Duration) -> anyhow::Result<(Recovery, Drops)> {
+    recover_or_survey(lock, grace, true)
+}
+
+fn recover_or_survey(
+    lock: &RemoteLock,
+    grace: Duration,
+    dry: bool,
+) -> anyhow::Result<(Recovery, Drops)> {
     let lake = lock.lake();
     let now = SystemTime::now();
+    let delete = |rel: &str| if dry { Ok(()) } else { lake.delete(rel) };
     let mut rep = Recovery::default();
     for (o, r) in records::<Replacement>(lake, REPLACE_DIR)? {
         lock.check()?;
         if lake.exists(&r.output)? {
-            let n = remove_inputs(lake, &r)?;
+            let n = if dry {
+                there(lake, &r.inputs)?.len()
+            } else {
+                remove_inputs(lake, &r)?
+            };
             if n > 0 {
                 rep.completed += 1;
                 rep.inputs_removed += n;
             }
             if now.duration_since(o.modified).unwrap_or_default() >= grace {
-                lake.delete(&o.rel)?;
+                delete(&o.rel)?;
                 rep.expired += 1;
             }
         } else {
-            lake.delete(&o.rel)?;
-            rep.abandoned += 1;
+            // Neither output nor inputs (retention dropped the partition since): an old
+            // record, nothing to undo.
+            if there(lake, &r.inputs)?.is_empty() {
+                rep.expired += 1;
+            } else {
+                rep.abandoned += 1;
+            }
+            delete(&o.rel)?;
         }
     }
     let mut drops = Drops::default();
     for (o, d) in records::<DropRecord>(lake, DROP_DIR)? {
         lock.check()?;
-        let n = delete_partition(lake, &d.partition, o.modified)?;
-        if n > 0 {
+        let doomed = partition_upto(lake, &d.partition, o.modified)?;
+        if !dry {
+            delete_objects(lake, &d.partition, &doomed)?;
+        }
+        if !doomed.is_empty() {
             drops.finished += 1;
-            drops.objects += n;
+            drops.objects += doomed.len();
         }
         if now.duration_since(o.modified).unwrap_or_default() >= grace {
-            lake.delete(&o.rel)?;
+            delete(&o.rel)?;
             drops.expired += 1;
         }
     }
@@ -211,25 +238,44 @@ pub fn delete_partition(
     partition: &str,
     upto: SystemTime,
 ) -> anyhow::Result<usize> {
-    let doomed: Vec<String> = lake
+    let doomed = partition_upto(lake, partition, upto)?;
+    delete_objects(lake, partition, &doomed)?;
+    Ok(doomed.len())
+}
+
+/// The objects under `partition` not newer than `upto`.
+fn partition_upto(
+    lake: &RemoteLake,
+    partition: &str,
+    upto: SystemTime,
+) -> anyhow::Result<Vec<String>> {
+    Ok(lake
         .list(partition)?
         .into_iter()
         .filter(|o| o.modified <= upto)
         .map(|o| o.rel)
-        .collect();
-    lake.delete_many(&doomed)
-        .with_context(|| format!("cannot delete the partition {}/{partition}", lake.url()))?;
-    Ok(doomed.len())
+        .collect())
+}
+
+fn delete_objects(lake: &RemoteLake, partition: &str, doomed: &[String]) -> anyhow::Result<()> {
+    lake.delete_many(doomed)
+        .with_context(|| format!("cannot delete the partition {}/{partition}", lake.url()))
+}
+
+/// Those of `rels` that exist.
+fn there(lake: &RemoteLake, rels: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for i in rels {
+        if lake.exists(i)? {
+            out.push(i.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Deletes the inputs of a committed replacement (step 4); returns how many were there.
 pub fn remove_inputs(lake: &RemoteLake, rec: &Replacement) -> anyhow::Result<usize> {
-    let mut there = Vec::new();
-    for i in &rec.inputs {
-        if lake.exists(i)? {
-            there.push(i.clone());
-        }
-    }
+    let there = there(lake, &rec.inputs)?;
     for i in &there {
         lake.delete(i)?;
         failpoint("compact-removing");

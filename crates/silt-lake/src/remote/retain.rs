@@ -119,9 +119,13 @@ pub fn retain_with(
                 let record = replace::record_drop(lake, &table.to_string(), &partition)?;
                 failpoint("retain-recorded");
                 // Only what was there when the record was written (by the store's clock): an
-                // import into the same partition later keeps its files.
+                // import into the same partition later keeps its files. The time comes from a
+                // listing, as readers and recovery take it: a GET's Last-Modified header has
+                // whole seconds, and would leave what was uploaded in the record's second.
                 let at = lake
-                    .get_versioned(&record)?
+                    .list(replace::DROP_DIR)?
+                    .into_iter()
+                    .find(|o| o.rel == record)
                     .with_context(|| format!("the drop record {record} vanished"))?
                     .modified;
                 before_drop(&lake.root_path().join(&partition));
@@ -170,20 +174,24 @@ fn keep_schema_if_emptied(
     lake.put(&emptied::rel(table), bytes)
 }
 
-/// Vacuums an object-store lake (see the module documentation); `opts.dry_run` is refused
-/// (nothing here can report without doing).
+/// Vacuums an object-store lake (see the module documentation); with `opts.dry_run`, reports
+/// what it would do and changes nothing.
 pub fn vacuum(lake: &Arc<RemoteLake>, opts: &VacuumOptions) -> anyhow::Result<VacuumReport> {
-    anyhow::ensure!(
-        !opts.dry_run,
-        "a dry run of vacuum does not work on an object-store lake ({}) yet",
-        lake.url()
-    );
     let lock = RemoteLock::acquire(lake, "silt vacuum")?;
     let mut rep = VacuumReport::default();
-    let r = RemoteImportLog::new(lake.clone()).recover()?;
+    let log = RemoteImportLog::new(lake.clone());
+    let r = if opts.dry_run {
+        log.survey()?
+    } else {
+        log.recover()?
+    };
     rep.dead_imports = r.runs.len();
     rep.dead_import_files = r.files;
-    let (replacements, drops) = replace::recover(&lock, opts.grace)?;
+    let (replacements, drops) = if opts.dry_run {
+        replace::survey(&lock, opts.grace)?
+    } else {
+        replace::recover(&lock, opts.grace)?
+    };
     rep.replacements = replacements;
     rep.trash = drops.finished + drops.expired;
     drop(lock);
@@ -253,6 +261,12 @@ mod tests {
             .unwrap();
         assert_eq!(values(&lake, "t.x").1, 3);
         lake.delete("_silt/imports/r1.journal").unwrap();
+        let dry = VacuumOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        assert_eq!(vacuum(&lake, &dry).unwrap().trash, 1);
+        assert!(lake.exists("t.x/dt=2024-01-02/hour=06/d.parquet").unwrap());
         let v = vacuum(&lake, &VacuumOptions::default()).unwrap();
         assert_eq!(v.trash, 1);
         assert!(!lake.exists("t.x/dt=2024-01-02/hour=06/d.parquet").unwrap());

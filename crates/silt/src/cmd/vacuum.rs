@@ -14,15 +14,7 @@ pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
     };
     let r = match silt_lake::remote::LakeRoot::open(&a.lake)? {
         silt_lake::remote::LakeRoot::Dir(d) => vacuum(&d, &opts, SystemTime::now())?,
-        silt_lake::remote::LakeRoot::Remote(r) => {
-            anyhow::ensure!(
-                !a.dry_run,
-                "silt vacuum --dry-run does not work on an object-store lake ({}) yet: without \
-                 it, vacuum removes only what dead imports, compactions and retentions left",
-                r.url()
-            );
-            silt_lake::remote::retain::vacuum(&r, &opts)?
-        }
+        silt_lake::remote::LakeRoot::Remote(r) => silt_lake::remote::retain::vacuum(&r, &opts)?,
     };
     if a.json {
         let v = serde_json::json!({
@@ -56,8 +48,13 @@ pub fn run(a: VacuumArgs) -> anyhow::Result<i32> {
     }
     let rp = &r.replacements;
     if rp.completed + rp.abandoned > 0 {
+        let (finish, removed, undo) = if a.dry_run {
+            ("would finish", "to remove", "would undo")
+        } else {
+            ("finished", "removed", "undid")
+        };
         println!(
-            "finished {} interrupted compaction(s) ({} replaced file(s) removed), undid {}",
+            "{finish} {} interrupted compaction(s) ({} replaced file(s) {removed}), {undo} {}",
             rp.completed, rp.inputs_removed, rp.abandoned
         );
     }
