@@ -11,7 +11,9 @@ object store each query is timed twice: with the footer cache off (SILT_FOOTER_C
 footer read from the store, as on a first query from a new machine) and with a warm footer cache
 (filled by one untimed run first: what a user's repeated queries see). Then compaction: the input
 imported --compact-imports times into a fresh lake of each kind, one `silt compact` each, timed
-(MB/s of the files merged), answers checked before and after.
+(MB/s of the files merged), answers checked before and after. Last, `silt serve` into each lake
+for --serve-seconds (bench/serve.py's closed loop over Forward): events/s acknowledged, ack and
+freshness p99, drain time, and every acknowledged event counted in the lake.
 
 MinIO runs on the same 2 cores as silt and stores to the same disk, so the ratio is the cost of
 the S3 protocol (HTTP, signing, listing, range requests) over local file access, not of a network.
@@ -70,6 +72,9 @@ def main():
     ap.add_argument("--compact-imports", type=int, default=4,
                     help="imports (of the same input, --force) into the lakes `silt compact` merges; "
                          "0 skips the compaction measure (default 4)")
+    ap.add_argument("--serve-seconds", type=float, default=30,
+                    help="`silt serve` into each lake for this long (bench/serve.py, closed loop, the "
+                         "corpus web log over Forward); 0 skips the serve measure (default 30)")
     ap.add_argument("--out", default=str(ROOT / "bench/out"))
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "silt-bench-s3"))
     a = ap.parse_args()
@@ -179,6 +184,35 @@ def main():
                         f"{files_in} files ({bytes_in / 1e6:.1f} MB) merged into {files_out}; "
                         "answers equal before and after. ")
 
+    # silt serve into each lake: bench/serve.py's closed loop (the highest acknowledged rate
+    # the server sustains), then a drain; every acknowledged event must be in the lake.
+    serve_note = ""
+    if a.serve_seconds > 0:
+        got = {}
+        for kind in ("local", "s3"):
+            result = work / f"serve-{kind}.json"
+            cmd = [sys.executable, str(ROOT / "bench/serve.py"), "--silt", a.silt, "--family", "real",
+                   "--seconds", str(a.serve_seconds), "--result", str(result)]
+            if kind == "s3":
+                b = f"silt-bench-serve-{os.getpid()}"
+                bucket(b)
+                cmd += ["--lake", f"s3://{b}/lake"]
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if p.returncode != 0 or not result.exists():
+                sys.exit(f"serve into the {kind} lake failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+            got[kind] = json.loads(result.read_text())
+            if got[kind]["in_lake"] != got[kind]["acked"]:
+                sys.exit(f"serve into the {kind} lake: {got[kind]['in_lake']} rows in the lake for "
+                         f"{got[kind]['acked']} acknowledged")
+        lo, so = got["local"], got["s3"]
+        rows.append(("serve: Forward events/s acknowledged", lo["events_per_s"], so["events_per_s"]))
+        for key, name in (("ack_p99_ms", "serve: ack latency p99 (ms)"),
+                          ("fresh_p99_ms", "serve: freshness p99, 200 to visible (ms)"),
+                          ("drain_s", "serve: drain after SIGTERM (s)")):
+            rows.append((name, lo[key], so[key]))
+        serve_note = (f"serve: {a.serve_seconds:.0f} s each, every acknowledged event in the lake after the "
+                      f"drain ({lo['acked']:,} local, {so['acked']:,} s3). ")
+
     lines = [f"# object-store lake (MinIO) vs local, {time.strftime('%Y-%m-%d %H:%M')}", "",
              f"input: {src.name}, {a.events} real-derived conn records, {size / 1e6:.0f} MB; "
              f"lake: {files} files, {nbytes / 1e6:.1f} MB (--partition {a.partition}); "
@@ -186,12 +220,13 @@ def main():
              "| measure | local | s3 (MinIO), no footer cache | s3/local | s3, footer cache warm | s3/local |",
              "|---|---|---|---|---|---|"]
     for name, l, s, *w in rows:
-        ratio = (l / s) if "MB/s" in name else (s / l)
-        line = f"| {name} | {l:.2f} | {s:.2f} | {ratio:.2f} |"
+        ratio = (l / s) if "/s" in name else (s / l)  # a rate, else a time
+        num = lambda v: f"{v:,.0f}" if v >= 1000 else f"{v:.2f}"
+        line = f"| {name} | {num(l)} | {num(s)} | {ratio:.2f} |"
         line += f" {w[0]:.2f} | {w[0] / l:.2f} |" if w else " | |"
         lines.append(line)
     lines.append("")
-    lines.append(compact_note + "s3/local: for throughput, local rate / s3 rate; for times, s3 time / "
+    lines.append(compact_note + serve_note + "s3/local: for throughput, local rate / s3 rate; for times, s3 time / "
                  "local time (above 1: slower on the object store). The import does not read footers.")
     text = "\n".join(lines)
     print(text)

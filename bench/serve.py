@@ -263,15 +263,20 @@ def main():
     ap.add_argument("--serve-arg", action="append", default=[],
                     help="one more argument for `silt serve` (repeat it: --serve-arg=--flush-size --serve-arg=256MiB)")
     ap.add_argument("--keep-lake", action="store_true", help="keep the lake (removed after the run otherwise)")
+    ap.add_argument("--lake", help="serve into this lake (e.g. s3://bucket/prefix, with the AWS_* variables set) "
+                                   "instead of a fresh temporary directory")
+    ap.add_argument("--result", help="also write the figures here (JSON), for bench/object_lake.py")
     ap.add_argument("--trace", help="open loop: write each frame's conn,chunk,scheduled,sent,acked times here (CSV)")
     ap.add_argument("--series", help="write, every second, the server's RSS, the machine's dirty and under-writeback page "
                                      "cache and a few of the server's /metrics here (CSV): where memory or lag grows "
                                      "over a long run")
     a = ap.parse_args()
-    lake = tempfile.mkdtemp(prefix="silt-bench-serve-")
+    tmp = tempfile.mkdtemp(prefix="silt-bench-serve-")
+    # An object-store lake keeps the server's write-ahead log and staging in a state directory.
+    lake, state = (a.lake, ["--state", os.path.join(tmp, "state")]) if a.lake else (tmp, [])
     procs = []
     try:
-        run(a, lake, procs)
+        run(a, lake, state, procs)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -280,16 +285,16 @@ def main():
         if a.keep_lake:
             print(f"lake kept: {lake}")
         else:
-            shutil.rmtree(lake, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(a, lake, procs):
+def run(a, lake, state, procs):
     fport, hport = free_port(), free_port()
     print(f"== making frames ({a.frame_events} events each)", flush=True)
     frames = make_frames(64, a.frame_events, a.family)
     srv = subprocess.Popen([a.silt, "serve", "--lake", lake, "--http", f"127.0.0.1:{hport}",
                             "--forward", f"127.0.0.1:{fport}", "--route", "docker.**=docker.nginx",
-                            "--parse-field", "docker.nginx:log=access"] + a.serve_arg,
+                            "--parse-field", "docker.nginx:log=access"] + state + a.serve_arg,
                            stderr=subprocess.PIPE, text=True)
     procs.append(srv)
     said = []
@@ -375,9 +380,17 @@ def run(a, lake, procs):
     srv.terminate()
     srv.wait(timeout=1800)
     print(f"drain after SIGTERM (everything acknowledged written to the lake): {time.perf_counter() - t1:.1f} s")
+    drain = time.perf_counter() - t1
     out = subprocess.run([a.silt, "query", "--lake", lake, "--format", "csv",
                           "SELECT count(*) FROM docker.nginx"], capture_output=True, text=True)
-    print(f"rows in the lake after the drain: {out.stdout.splitlines()[-1]} (acked: {events})")
+    in_lake = int(out.stdout.splitlines()[-1]) if out.returncode == 0 else None
+    print(f"rows in the lake after the drain: {in_lake} (acked: {events})")
+    if a.result:
+        with open(a.result, "w") as f:
+            json.dump({"events_per_s": rate, "acked": events, "in_lake": in_lake, "drain_s": drain,
+                       "ack_p50_ms": pct(lat, 50) * 1e3, "ack_p99_ms": pct(lat, 99) * 1e3,
+                       "fresh_p50_ms": pct(fresh, 50) * 1e3, "fresh_p99_ms": pct(fresh, 99) * 1e3,
+                       "rss_end_mib": end / 2**20}, f)
 
 
 if __name__ == "__main__":
