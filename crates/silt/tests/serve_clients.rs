@@ -81,7 +81,7 @@ impl Drop for Reap {
 }
 
 struct Serve {
-    child: Reap,
+    child: common::Server,
     http: String,
     forward: String,
     flight: String,
@@ -203,7 +203,7 @@ table = "py.events"
             .map(|r| r.split_whitespace().next().unwrap().to_string())
             .expect("syslog tls line"),
         ca: cert,
-        child: Reap(child),
+        child,
     }
 }
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ const SILT: &str = env!("CARGO_BIN_EXE_silt");
 const BATCH: usize = 50;
 
 /// Starts `silt serve` (with `extra` flags) and returns it with its HTTP address.
-fn start(lake: &std::path::Path, extra: &[&str]) -> (Child, String) {
+fn start(lake: &std::path::Path, extra: &[&str]) -> (common::Server, String) {
     let mut args = vec!["--flush-age", "150ms"];
     args.extend_from_slice(extra);
     common::serve(lake, &args, None)

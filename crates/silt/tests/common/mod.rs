@@ -28,10 +28,36 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// A `silt serve` a test started: a [`Child`] that is killed when dropped, so that a failing
+/// test (a panic unwinds through its locals) leaves no server running behind it.
+pub struct Server(pub Child);
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Starts `silt serve ARGS` and returns it with the lines of its standard error, as they come.
 pub fn spawn_serve<S: AsRef<std::ffi::OsStr>>(
     args: impl IntoIterator<Item = S>,
-) -> (Child, std::sync::mpsc::Receiver<String>) {
+) -> (Server, std::sync::mpsc::Receiver<String>) {
     spawn_serve_in(&[], args)
 }
 
@@ -39,7 +65,7 @@ pub fn spawn_serve<S: AsRef<std::ffi::OsStr>>(
 pub fn spawn_serve_in<S: AsRef<std::ffi::OsStr>>(
     env: &[(String, String)],
     args: impl IntoIterator<Item = S>,
-) -> (Child, std::sync::mpsc::Receiver<String>) {
+) -> (Server, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
         .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("serve")
@@ -56,7 +82,7 @@ pub fn spawn_serve_in<S: AsRef<std::ffi::OsStr>>(
             let _ = tx.send(line);
         }
     });
-    (child, rx)
+    (Server(child), rx)
 }
 
 /// Starts `silt serve --lake LAKE --http 127.0.0.1:0` with `extra` flags and returns it with
@@ -66,7 +92,7 @@ pub fn serve(
     lake: &Path,
     extra: &[&str],
     log: Option<std::sync::mpsc::Sender<String>>,
-) -> (Child, String) {
+) -> (Server, String) {
     serve_in(&[], lake, extra, log)
 }
 
@@ -76,7 +102,7 @@ pub fn serve_in(
     lake: &Path,
     extra: &[&str],
     log: Option<std::sync::mpsc::Sender<String>>,
-) -> (Child, String) {
+) -> (Server, String) {
     let mut args: Vec<&std::ffi::OsStr> = vec!["--lake".as_ref(), lake.as_os_str()];
     args.extend(["--http", "127.0.0.1:0"].map(std::ffi::OsStr::new));
     args.extend(extra.iter().map(std::ffi::OsStr::new));
