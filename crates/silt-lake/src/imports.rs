@@ -293,7 +293,8 @@ impl ImportLog {
         self.recover_or_survey(true)
     }
 
-    fn recover_or_survey(&self, dry: bool) -> anyhow::Result<Recovered> {
+    /// [`ImportLog::survey`] when `dry`, else [`ImportLog::recover`].
+    pub fn recover_or_survey(&self, dry: bool) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
         let finished: std::collections::HashSet<String> =
             self.runs()?.into_iter().map(|r| r.run).collect();

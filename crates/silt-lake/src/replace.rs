@@ -359,7 +359,8 @@ pub fn survey(lock: &MaintenanceLock, grace: Duration) -> anyhow::Result<Recover
     recover_or_survey(lock, grace, true)
 }
 
-fn recover_or_survey(
+/// [`survey`] when `dry`, else [`recover`].
+pub fn recover_or_survey(
     lock: &MaintenanceLock,
     grace: Duration,
     dry: bool,

@@ -82,19 +82,10 @@ pub fn vacuum(root: &Path, opts: &VacuumOptions, now: SystemTime) -> anyhow::Res
     );
     let lock = MaintenanceLock::acquire(root)?;
     let mut rep = VacuumReport::default();
-    let log = ImportLog::open(root)?;
-    let r = if opts.dry_run {
-        log.survey()?
-    } else {
-        log.recover()?
-    };
+    let r = ImportLog::open(root)?.recover_or_survey(opts.dry_run)?;
     rep.dead_imports = r.runs.len();
     rep.dead_import_files = r.files;
-    rep.replacements = if opts.dry_run {
-        replace::survey(&lock, opts.grace)?
-    } else {
-        replace::recover(&lock, opts.grace)?
-    };
+    rep.replacements = replace::recover_or_survey(&lock, opts.grace, opts.dry_run)?;
     let in_flight = ImportLog::open(root)?.in_flight()?;
     for table in layout::tables(root)? {
         let dir = root.join(table.to_string());

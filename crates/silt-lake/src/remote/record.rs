@@ -135,6 +135,11 @@ impl RemoteImportLog {
         self.recover_at(SystemTime::now(), true)
     }
 
+    /// [`RemoteImportLog::survey`] when `dry`, else [`RemoteImportLog::recover`].
+    pub fn recover_or_survey(&self, dry: bool) -> anyhow::Result<Recovered> {
+        self.recover_at(SystemTime::now(), dry)
+    }
+
     fn recover_at(&self, now: SystemTime, dry: bool) -> anyhow::Result<Recovered> {
         let mut rec = Recovered::default();
         let listed = self.lake.list(IMPORTS_DIR)?;

@@ -161,7 +161,8 @@ pub fn survey(lock: &RemoteLock, grace: Duration) -> anyhow::Result<(Recovery, D
     recover_or_survey(lock, grace, true)
 }
 
-fn recover_or_survey(
+/// [`survey`] when `dry`, else [`recover`].
+pub fn recover_or_survey(
     lock: &RemoteLock,
     grace: Duration,
     dry: bool,

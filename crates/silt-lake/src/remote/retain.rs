@@ -179,19 +179,10 @@ fn keep_schema_if_emptied(
 pub fn vacuum(lake: &Arc<RemoteLake>, opts: &VacuumOptions) -> anyhow::Result<VacuumReport> {
     let lock = RemoteLock::acquire(lake, "silt vacuum")?;
     let mut rep = VacuumReport::default();
-    let log = RemoteImportLog::new(lake.clone());
-    let r = if opts.dry_run {
-        log.survey()?
-    } else {
-        log.recover()?
-    };
+    let r = RemoteImportLog::new(lake.clone()).recover_or_survey(opts.dry_run)?;
     rep.dead_imports = r.runs.len();
     rep.dead_import_files = r.files;
-    let (replacements, drops) = if opts.dry_run {
-        replace::survey(&lock, opts.grace)?
-    } else {
-        replace::recover(&lock, opts.grace)?
-    };
+    let (replacements, drops) = replace::recover_or_survey(&lock, opts.grace, opts.dry_run)?;
     rep.replacements = replacements;
     rep.trash = drops.finished + drops.expired;
     drop(lock);
