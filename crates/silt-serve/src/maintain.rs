@@ -11,7 +11,8 @@
 //!   partition disappears.
 //! - Another process changing the lake (an operator's `silt compact`, `silt retain` or
 //!   `silt vacuum`) is noticed within [`WATCH`] by the records such commands leave
-//!   (`_silt/replace/`, `_silt/trash/`); the lake is then listed again and the index replaced.
+//!   (`_silt/replace/`, `_silt/trash/`) and by each replacement's output arriving ([`Watch`]);
+//!   the lake is then listed again and the index replaced.
 //!   Queries that started before that may fail on a file that was removed; running maintenance
 //!   through the server (these options) avoids it.
 //!
@@ -21,6 +22,7 @@
 //!
 //! Touches the lake's data files through silt-lake's maintenance, and the index in [`Live`].
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -79,35 +81,103 @@ pub struct MaintainStats {
     pub last_error: Mutex<Option<String>>,
 }
 
-/// The state of the records other processes' maintenance leaves; `None` when it cannot be
-/// read now (an object store that does not answer).
-fn stamp(root: &LakeRoot) -> Option<Vec<(String, Option<SystemTime>)>> {
-    match root {
-        LakeRoot::Dir(root) => {
-            let m = |d: &str| {
-                std::fs::metadata(root.join(d))
-                    .and_then(|m| m.modified())
-                    .ok()
-            };
-            Some(vec![
-                (REPLACE_DIR.to_string(), m(REPLACE_DIR)),
-                (TRASH_DIR.to_string(), m(TRASH_DIR)),
-            ])
-        }
-        LakeRoot::Remote(lake) => {
-            let mut out = Vec::new();
-            for d in [REPLACE_DIR, DROP_DIR] {
-                match lake.list(d) {
-                    Ok(l) => out.extend(l.into_iter().map(|o| (o.rel, Some(o.modified)))),
-                    Err(e) => {
-                        tracing::debug!("listing {}/{d}: {e:#}", lake.url());
-                        return None;
+/// What the server watches of other processes' maintenance: the records their commands leave
+/// (`_silt/replace/`, and `_silt/trash/` or `_silt/drop/`), and whether each replacement's output
+/// is in place yet. A compaction writes its record before its output: a listing taken between
+/// the two still has the inputs and not the output, and the inputs go right after, so the
+/// output's arrival must change the stamp too (else the index would keep the removed inputs
+/// until the next record).
+#[derive(Default)]
+struct Watch {
+    /// Each replacement record's output (relative to the lake), read once per record.
+    outputs: HashMap<String, String>,
+    /// Records whose output was seen in place (checked no more).
+    committed: HashSet<String>,
+}
+
+/// One entry per record: its name, its time, whether its output is in place.
+type Stamp = Vec<(String, Option<SystemTime>, bool)>;
+
+impl Watch {
+    /// The stamp of the records now; `None` when it cannot be read now (an object store that
+    /// does not answer).
+    fn stamp(&mut self, root: &LakeRoot) -> Option<Stamp> {
+        let mut out: Stamp = Vec::new();
+        match root {
+            LakeRoot::Dir(root) => {
+                let trash = std::fs::metadata(root.join(TRASH_DIR)).and_then(|m| m.modified());
+                out.push((TRASH_DIR.to_string(), trash.ok(), true));
+                if let Ok(rd) = std::fs::read_dir(root.join(REPLACE_DIR)) {
+                    for e in rd.flatten() {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        if !name.ends_with(".json") {
+                            continue;
+                        }
+                        let rel = format!("{REPLACE_DIR}/{name}");
+                        let modified = e.metadata().and_then(|m| m.modified()).ok();
+                        let done = self.committed(
+                            &rel,
+                            |rel| std::fs::read(root.join(rel)).ok(),
+                            |o| root.join(o).exists(),
+                        );
+                        out.push((rel, modified, done));
                     }
                 }
             }
-            out.sort();
-            Some(out)
+            LakeRoot::Remote(lake) => {
+                for d in [REPLACE_DIR, DROP_DIR] {
+                    let listed = match lake.list(d) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            tracing::debug!("listing {}/{d}: {e:#}", lake.url());
+                            return None;
+                        }
+                    };
+                    for o in listed {
+                        let done = d == DROP_DIR
+                            || self.committed(
+                                &o.rel,
+                                |rel| lake.get(rel).ok().flatten().map(|b| b.to_vec()),
+                                |out| lake.exists(out).unwrap_or(false),
+                            );
+                        out.push((o.rel, Some(o.modified), done));
+                    }
+                }
+            }
         }
+        // Records gone (vacuum) are forgotten.
+        let names: HashSet<&str> = out.iter().map(|(n, _, _)| n.as_str()).collect();
+        self.outputs.retain(|k, _| names.contains(k.as_str()));
+        self.committed.retain(|k| names.contains(k.as_str()));
+        out.sort();
+        Some(out)
+    }
+
+    /// Whether the output of the replacement record `rel` is in place (`read` gives the
+    /// record's bytes, `exists` says whether an output is there).
+    fn committed(
+        &mut self,
+        rel: &str,
+        read: impl FnOnce(&str) -> Option<Vec<u8>>,
+        exists: impl FnOnce(&str) -> bool,
+    ) -> bool {
+        if self.committed.contains(rel) {
+            return true;
+        }
+        if !self.outputs.contains_key(rel) {
+            let Some(r) = read(rel)
+                .and_then(|b| serde_json::from_slice::<silt_lake::replace::Replacement>(&b).ok())
+            else {
+                // Not readable yet (being written): looked at again next time.
+                return false;
+            };
+            self.outputs.insert(rel.to_string(), r.output);
+        }
+        let done = exists(&self.outputs[rel]);
+        if done {
+            self.committed.insert(rel.to_string());
+        }
+        done
     }
 }
 
@@ -284,7 +354,8 @@ pub fn start(
                 .compact_every
                 .or(cfg.retain.as_ref().map(|_| Duration::from_secs(3600)));
             let mut last_run = Instant::now();
-            let mut seen = stamp(&root);
+            let mut watch = Watch::default();
+            let mut seen = watch.stamp(&root);
             loop {
                 let wait = match every {
                     Some(e) => e.saturating_sub(last_run.elapsed()).min(WATCH),
@@ -297,10 +368,10 @@ pub fn start(
                 if every.is_some_and(|e| last_run.elapsed() >= e) {
                     run_once(&root, &staging, &cfg, &live, &stats, &stop);
                     last_run = Instant::now();
-                    seen = stamp(&root).or(seen);
+                    seen = watch.stamp(&root).or(seen);
                     continue;
                 }
-                if let Some(now) = stamp(&root) {
+                if let Some(now) = watch.stamp(&root) {
                     if seen.as_ref() != Some(&now) {
                         seen = Some(now);
                         rescan(&root, &live, &stats);
@@ -322,5 +393,44 @@ fn rescan(root: &LakeRoot, live: &Live, stats: &MaintainStats) {
             update.replace(index);
         }
         Err(e) => tracing::warn!("listing the lake again: {e:#}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compaction's record arrives before its output: the stamp changes again when the
+    /// output is in place (the rescan after that finds the output, not the removed inputs),
+    /// and once more when the record goes.
+    #[test]
+    fn the_stamp_changes_when_a_replacements_output_arrives() {
+        let d = tempfile::tempdir().unwrap();
+        let root = LakeRoot::Dir(d.path().to_path_buf());
+        let mut w = Watch::default();
+        let empty = w.stamp(&root).unwrap();
+        assert_eq!(w.stamp(&root).unwrap(), empty);
+        let rec = silt_lake::replace::Replacement::new(
+            "t.x",
+            "t.x/dt=2024-01-01/c.parquet".into(),
+            String::new(),
+            vec!["t.x/dt=2024-01-01/a.parquet".into()],
+            1,
+        );
+        std::fs::create_dir_all(d.path().join(REPLACE_DIR)).unwrap();
+        let rec_path = d.path().join(REPLACE_DIR).join("c.json");
+        std::fs::write(&rec_path, serde_json::to_vec(&rec).unwrap()).unwrap();
+        let recorded = w.stamp(&root).unwrap();
+        assert_ne!(recorded, empty);
+        assert_eq!(w.stamp(&root).unwrap(), recorded, "nothing changed");
+        let out = d.path().join("t.x/dt=2024-01-01/c.parquet");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::fs::write(&out, b"merged").unwrap();
+        let committed = w.stamp(&root).unwrap();
+        assert_ne!(committed, recorded, "the output's arrival is a change");
+        assert_eq!(w.stamp(&root).unwrap(), committed);
+        std::fs::remove_file(&rec_path).unwrap();
+        assert_ne!(w.stamp(&root).unwrap(), committed);
+        assert!(w.outputs.is_empty() && w.committed.is_empty());
     }
 }
