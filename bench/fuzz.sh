@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every decoder (issue 21): the afl targets of fuzz/ (one per target of
-# silt_ingest::fuzz::TARGETS), each run for SECONDS with afl-fuzz.
+# silt_ingest::fuzz::TARGETS, and `forward`, the fluentd Forward protocol of silt_forward::fuzz),
+# each run for SECONDS with afl-fuzz.
 #
 #   bash bench/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 600 s, every target)
 #
@@ -14,7 +15,8 @@
 #
 # - every crash and hang afl saved goes to fuzz/regressions/<target>/ (crashes minimised with
 #   afl-tmin), named after its content's hash; the replay test
-#   (crates/silt-ingest/tests/fuzz_replay.rs) runs them from then on;
+#   (crates/silt-ingest/tests/fuzz_replay.rs; crates/silt-forward/tests/ for forward) runs them
+#   from then on;
 # - fuzz/corpus/<target>/ is replaced by a small subset of afl's queue (afl-cmin first when
 #   SILT_FUZZ_CMIN=1, then the smallest files up to $SILT_FUZZ_CORPUS_FILES files and $SILT_FUZZ_CORPUS_BYTES bytes);
 # - a table is printed (and written to $WORK/summary.md): target, seconds, execs, execs/s,

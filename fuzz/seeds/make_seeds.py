@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the hand-made seeds of the binary fuzz targets (avro, msgpack, pcap, pcapng) into
-fuzz/seeds/<target>/: a few tiny valid inputs each, encoded here byte by byte so that no library
+"""Writes the hand-made seeds of the binary fuzz targets (avro, msgpack, pcap, pcapng, sflow,
+netflow, forward) into fuzz/seeds/<target>/: a few tiny valid inputs each, encoded here byte by byte so that no library
 is needed. The text seeds in fuzz/seeds/ are written by hand. Run: python3 fuzz/seeds/make_seeds.py
 """
 import os
@@ -263,3 +263,46 @@ def ipfix_datagram():
 
 put("netflow", "v5.pcap", pcap(udp_frames(2055, [nf5_datagram()])))
 put("netflow", "ipfix-template-and-data.pcap", pcap(udp_frames(4739, [ipfix_datagram()])))
+
+
+# --- fluentd Forward protocol (target forward): what a client sends on one connection ------------
+def marr(items):
+    return bytes([0x90 | len(items)]) + b"".join(items)
+
+
+def mbin(b):
+    return b"\xc4" + bytes([len(b)]) + b if len(b) < 256 else b"\xc5" + struct.pack(">H", len(b)) + b
+
+
+def chunk(c):
+    return mmap([(mstr("chunk"), mstr(c))])
+
+
+entry1 = marr([event_time, rec2])
+entry2 = marr([mint(1_700_000_003), rec1])
+packed = entry1 + entry2 + entry1
+gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+gzipped = gz.compress(packed) + gz.flush()
+# Message mode with and without options, a keepalive, Forward mode with a chunk.
+put(
+    "forward",
+    "message-forward.mp",
+    marr([mstr("docker.nginx"), mint(1_700_000_000), rec2])
+    + b"\xc0"
+    + marr([mstr("docker.nginx"), event_time, rec1, chunk("m1")])
+    + marr([mstr("app"), marr([entry1, entry2]), chunk("f1")]),
+)
+# PackedForward (bin and str entries, with size) and CompressedPackedForward.
+put(
+    "forward",
+    "packed.mp",
+    marr([mstr("docker.nginx"), mbin(packed), mmap([(mstr("chunk"), mstr("p1")), (mstr("size"), mint(3))])])
+    + marr([mstr("app"), mbin(gzipped), mmap([(mstr("compressed"), mstr("gzip")), (mstr("chunk"), mstr("p2"))])]),
+)
+# fluent-bit's time as [EventTime, metadata], and a frame ending mid-way.
+put(
+    "forward",
+    "fluent-bit.mp",
+    marr([mstr("fb"), marr([marr([marr([event_time, mmap([])]), rec2])]), chunk("fb1")])
+    + marr([mstr("fb"), mint(1)])[:3],
+)

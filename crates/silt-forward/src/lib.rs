@@ -18,7 +18,9 @@
 //! - [`conn`]: [`serve_connection`], the per-connection loop (reads, frames, the sink, acks,
 //!   timeouts, limits);
 //! - [`server`]: [`serve`] (the accept loop) and [`serve_heartbeat`] (the UDP heartbeat);
-//! - [`stats`]: [`ForwardStats`], the counters every connection updates.
+//! - [`stats`]: [`ForwardStats`], the counters every connection updates;
+//! - [`fuzz`]: the fuzz harness (a whole connection over an in-memory stream), shared by the
+//!   afl target `fuzz/src/bin/forward.rs` and the replay test of its saved inputs.
 //!
 //! Written by hand, not taken from a crate: no maintained Rust crate implements the server side
 //! of the Forward protocol with acks and the handshake, and the PackedForward path has to hand
@@ -36,6 +38,7 @@
 
 pub mod conn;
 pub mod frame;
+pub mod fuzz;
 pub mod handshake;
 pub mod scan;
 pub mod server;

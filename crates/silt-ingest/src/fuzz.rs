@@ -153,6 +153,12 @@ pub static TARGETS: &[Target] = &[
     },
 ];
 
+/// Fuzz targets of network protocols rather than formats (they share `fuzz/` and
+/// `bench/fuzz.sh` with the targets above). Their harness lives with the protocol
+/// (`silt_forward::fuzz`), which replays their saved inputs in its own tests; each frame they
+/// accept goes through [`check_entries`], as `silt serve` hands it to the `msgpack` decoder.
+pub static PROTOCOL_TARGETS: &[&str] = &["forward"];
+
 /// The target called `name`.
 pub fn target(name: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name == name)
@@ -402,6 +408,21 @@ pub fn run(t: &Target, data: &[u8]) -> Outcome {
 pub fn run_named(name: &str, data: &[u8]) -> Outcome {
     let t = target(name).unwrap_or_else(|| panic!("no fuzz target {name:?}"));
     run(t, data)
+}
+
+/// The entries of one frame a protocol front end accepted (a MessagePack stream of `events`
+/// whole `[time, record]` pairs, see [`PROTOCOL_TARGETS`]), through the `msgpack` target's
+/// [`run`]; besides its checks, the events must all be accounted for: rows + rejects between 1
+/// (a stream the decoder cannot read on from, nesting past its limit say, is one reject) and
+/// `events` (one row or one reject each).
+pub fn check_entries(entries: &[u8], events: usize) -> Outcome {
+    let out = run_named("msgpack", entries);
+    let got = out.total_rows() + out.rejects.len();
+    assert!(
+        out.error.is_none() && (1..=events).contains(&got),
+        "{events} accepted events gave {got} rows + rejects: {out:?}"
+    );
+    out
 }
 
 #[cfg(test)]
