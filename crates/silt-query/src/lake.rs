@@ -4,9 +4,10 @@
 //! directory once when a session opens, with the listing rules every silt command shares
 //! (`silt_lake::layout`: which directories are tables, which files are data, what `dt=`/`hour=`
 //! and `__HIVE_DEFAULT_PARTITION__` mean), and:
-//! - every file's footer is read for its Arrow schema (Parquet: the embedded `ARROW:schema`),
-//!   its row-group count and, for Parquet, the min/max statistics of the time column and the
-//!   bounds of every flat column ([`FileBounds`], for pruning whole files).
+//! - every file's footer is read for its Arrow schema (Parquet: the embedded `ARROW:schema`,
+//!   or Parquet's own schema in a file that needs none), its row-group count and, for Parquet,
+//!   the min/max statistics of the time column and the bounds of every flat column
+//!   ([`FileBounds`], for pruning whole files).
 //!
 //! A server keeps one index for its lifetime and extends it with each flush's files
 //! ([`LakeIndex::with_files`]): tables are shared between index versions, and adding files

@@ -14,12 +14,13 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory,
+    ArrowWriterOptions,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
-use super::properties::{stored_schema, Blooms};
+use super::properties::{needs_arrow_schema, stored_schema, Blooms};
 use super::FileSink;
 use crate::bloom::BloomBuilder;
 
@@ -75,9 +76,12 @@ impl ParquetSink {
         target: usize,
         blooms: Blooms,
     ) -> anyhow::Result<Self> {
-        let (file, factory) =
-            ArrowWriter::try_new(out, Arc::new(stored_schema(schema)), Some(props))?
-                .into_serialized_writer()?;
+        let stored = stored_schema(schema);
+        let options = ArrowWriterOptions::new()
+            .with_skip_arrow_metadata(!needs_arrow_schema(&stored, props.coerce_types()))
+            .with_properties(props);
+        let (file, factory) = ArrowWriter::try_new_with_options(out, Arc::new(stored), options)?
+            .into_serialized_writer()?;
         let writers = factory.create_column_writers(0)?;
         let n = writers.len();
         let filters = blooms.builders(n)?;
