@@ -1,6 +1,7 @@
-//! Per-file overhead (issue 21): a file of one page per column has no page index, every file's
-//! embedded Arrow schema carries the types only, and the fields' source types are kept in the
-//! file's `silt.source_types` key; readers see the same types and values either way.
+//! Per-file overhead (issue 21): a file of one page per column has no page index, a file embeds
+//! an Arrow schema (the types only) only when Parquet's own schema cannot say them, and the
+//! fields' source types are kept in the file's `silt.source_types` key; readers see the same
+//! types and values either way.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -174,6 +175,8 @@ fn the_embedded_schema_keeps_types_and_source_types_move_to_one_key() {
         );
         assert_eq!(kv[meta::TABLE], "zeek.conn");
         assert_eq!(kv[meta::TIME_COLUMN], "ts");
+        // Parquet's own schema says all these types: no embedded Arrow schema.
+        assert!(!kv.contains_key("ARROW:schema"), "{:?}", kv.keys());
 
         // Read back: the same types (time zone, struct, list item), the same values, and the
         // silt schema metadata; fields carry no metadata.
@@ -197,4 +200,41 @@ fn the_embedded_schema_keeps_types_and_source_types_move_to_one_key() {
             assert_eq!(back.column(i).as_ref(), w.as_ref(), "column {i}");
         }
     }
+}
+
+/// A type Parquet cannot say (a duration) keeps the embedded Arrow schema, and readers get the
+/// type back, with the table's other types.
+#[test]
+fn a_type_parquet_cannot_say_keeps_the_embedded_schema() {
+    use arrow::array::DurationMicrosecondArray;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        partition: Partitioning::None.into(),
+        ..WriterConfig::default()
+    };
+    let base = batch(100);
+    let mut fields = base.schema().fields().to_vec();
+    fields.push(Arc::new(Field::new(
+        "took",
+        DataType::Duration(arrow::datatypes::TimeUnit::Microsecond),
+        true,
+    )));
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        base.schema().metadata().clone(),
+    ));
+    let mut cols = base.columns().to_vec();
+    cols.push(Arc::new(DurationMicrosecondArray::from_iter_values(
+        (0..100).map(|i| i * 1_500),
+    )));
+    let with_duration = RecordBatch::try_new(schema, cols).unwrap();
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    w.batch(&conn(), with_duration.clone()).unwrap();
+    let s = w.finish().unwrap();
+    let f = &s.files[0].path;
+    assert!(kv(f).contains_key("ARROW:schema"));
+    let (back, file_schema) = read(f);
+    let stored = silt_lake::store::stored_schema(&with_duration.schema());
+    assert_eq!(file_schema.fields(), stored.fields());
+    assert_eq!(back.column(4).as_ref(), with_duration.column(4).as_ref());
 }
