@@ -179,7 +179,7 @@ pub fn serve(data: &[u8], in_pieces: bool, auth: bool) -> Outcome {
 }
 
 /// Checks that `entries` are `events` whole `[time, map]` pairs, with `rmpv`.
-fn check_entries(f: &Accepted) {
+fn check_shape(f: &Accepted) {
     let mut rest = &f.entries[..];
     let mut n = 0;
     while !rest.is_empty() {
@@ -218,7 +218,7 @@ pub fn run(data: &[u8]) -> Outcome {
         "sent in pieces and sent whole give different outcomes"
     );
     for f in &whole.frames {
-        check_entries(f);
+        check_shape(f);
     }
     for r in &whole.replies {
         assert!(ack_of(r).is_some(), "a reply that is not an ack: {r}");
@@ -318,14 +318,14 @@ mod tests {
             chunk: None,
         };
         let two = [enc(&entry(1)), enc(&entry(2))].concat();
-        check_entries(&f(two.clone(), 2));
+        check_shape(&f(two.clone(), 2));
         for bad in [
             f(two.clone(), 3),
             f(two[..two.len() - 1].to_vec(), 2),
             f(enc(&Value::Array(vec![Value::from(1), Value::from(2)])), 1),
         ] {
             assert!(
-                std::panic::catch_unwind(|| check_entries(&bad)).is_err(),
+                std::panic::catch_unwind(|| check_shape(&bad)).is_err(),
                 "{bad:?}"
             );
         }
