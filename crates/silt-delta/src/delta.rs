@@ -2,6 +2,10 @@
 //! directories, so that Spark, DuckDB (`delta_scan`), Trino or Athena can read the table as a
 //! Delta table: the files a commit names, and no others, are the table.
 //!
+//! **Where.** A table directory, or a table in an object store ([`TableLocation::Store`]: the
+//! caller's own store, committed to with put-if-absent; see [`register_s3_log_store`] for why
+//! deltalake's S3 feature is not used).
+//!
 //! **What it touches.** Only `<table_dir>/_delta_log/` (commit JSON files, and the Parquet
 //! checkpoints and `_last_checkpoint` that deltalake writes every `delta.checkpointInterval`
 //! commits, 100 by default) and, read-only, the footers of the Parquet files it is asked to
@@ -50,7 +54,7 @@
 //! a runtime.)
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -66,14 +70,19 @@ use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, Transactio
 use deltalake::kernel::{
     Action, Add, ArrayType, DataType, MapType, Metadata, Protocol, Remove, StructField, StructType,
 };
-use deltalake::logstore::{CommitOrBytes, LogStore as _, LogStoreRef};
+use deltalake::logstore::{
+    default_logstore, logstore_factories, CommitOrBytes, LogStore as _, LogStoreFactory,
+    LogStoreRef, ObjectStoreRef, StorageConfig,
+};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::table::state::DeltaTableState;
 use deltalake::{DeltaTableBuilder, DeltaTableError};
+use deltalake::{ObjectStore, Path as ObjectPath};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::RowGroupMetaData;
 use serde_json::{json, Map, Value};
+use url::Url;
 
 /// The directory of the log below the table directory.
 pub const LOG_DIR: &str = "_delta_log";
@@ -122,6 +131,22 @@ impl NewFile {
             stats: Some(stats),
         })
     }
+
+    /// Describes a Parquet file of `size` bytes at `rel_path` below the table directory from
+    /// its footer as already read (a file in an object store, whose footer the caller has).
+    pub fn from_metadata(
+        rel_path: &str,
+        size: u64,
+        meta: &ArrowReaderMetadata,
+    ) -> anyhow::Result<NewFile> {
+        check_relative(rel_path)?;
+        Ok(NewFile {
+            path: rel_path.to_string(),
+            size,
+            partition_values: partition_values_of(rel_path),
+            stats: Some(FileStats::from_metadata(meta)),
+        })
+    }
 }
 
 /// The partition values of a relative path's `key=value` directories (not the file name).
@@ -162,6 +187,11 @@ impl FileStats {
     /// Reads the statistics of a Parquet file from its footer.
     pub fn from_parquet(file: &std::fs::File) -> anyhow::Result<FileStats> {
         let meta = ArrowReaderMetadata::load(file, ArrowReaderOptions::new())?;
+        Ok(Self::from_metadata(&meta))
+    }
+
+    /// The statistics a Parquet footer (with its Arrow schema) gives.
+    pub fn from_metadata(meta: &ArrowReaderMetadata) -> FileStats {
         let pq = meta.metadata();
         let row_groups = pq.row_groups();
         let mut stats = FileStats::rows(pq.file_metadata().num_rows().max(0) as u64);
@@ -191,7 +221,7 @@ impl FileStats {
                 stats.max_values.insert(field.name().clone(), max);
             }
         }
-        Ok(stats)
+        stats
     }
 
     /// The JSON of `add.stats`.
@@ -502,9 +532,94 @@ pub fn partition_type(name: &str) -> DataType {
     }
 }
 
+/// Where a Delta table lives.
+#[derive(Clone)]
+pub enum TableLocation {
+    /// A local table directory.
+    Dir(PathBuf),
+    /// A table in an object store: the store, rooted at the bucket (`/` is the bucket's root,
+    /// as `object_store`'s S3 store is), and the table's URL (`s3://bucket/prefix/zeek.conn`).
+    /// Commits are written with a put-if-absent (`If-None-Match: *` on S3), so the store must
+    /// support it (S3 since 2024, MinIO, and `object_store`'s local and in-memory stores do).
+    Store {
+        store: Arc<dyn ObjectStore>,
+        url: Url,
+    },
+}
+
+impl std::fmt::Display for TableLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TableLocation::Dir(d) => write!(f, "{}", d.display()),
+            TableLocation::Store { url, .. } => write!(f, "{url}"),
+        }
+    }
+}
+
+impl TableLocation {
+    /// Whether the table has a log: `_delta_log/` is a directory, or (in an object store) holds
+    /// an object.
+    pub fn has_log(&self) -> anyhow::Result<bool> {
+        match self {
+            TableLocation::Dir(d) => Ok(d.join(LOG_DIR).is_dir()),
+            TableLocation::Store { store, url } => {
+                let prefix = ObjectPath::from_url_path(url.path())
+                    .with_context(|| format!("not a table location: {url}"))?
+                    .join(LOG_DIR);
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("cannot start a tokio runtime")?;
+                let first = rt.block_on(async {
+                    use futures::StreamExt;
+                    store.list(Some(&prefix)).next().await.transpose()
+                });
+                Ok(first
+                    .with_context(|| format!("cannot list {url}/{LOG_DIR}"))?
+                    .is_some())
+            }
+        }
+    }
+}
+
+/// deltalake finds the log store of a table by its URL's scheme, and knows only `file://` and
+/// `memory://` without its cloud features. Those features would bring the AWS SDK (a second S3
+/// client beside `object_store`'s, and DynamoDB for a locking scheme silt does not need): silt
+/// gives deltalake its own store instead, and registers deltalake's default log store (commits
+/// as put-if-absent) for `s3://` and `s3a://`.
+fn register_s3_log_store() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        struct Default;
+        impl LogStoreFactory for Default {
+            fn with_options(
+                &self,
+                prefixed_store: ObjectStoreRef,
+                root_store: ObjectStoreRef,
+                location: &Url,
+                options: &StorageConfig,
+            ) -> deltalake::DeltaResult<LogStoreRef> {
+                Ok(default_logstore(
+                    prefixed_store,
+                    root_store,
+                    location,
+                    options,
+                ))
+            }
+        }
+        let factories = logstore_factories();
+        for scheme in ["s3://", "s3a://"] {
+            let url = Url::parse(scheme).expect("a scheme URL");
+            if !factories.contains_key(&url) {
+                factories.insert(url, Arc::new(Default));
+            }
+        }
+    });
+}
+
 /// The log of one Delta table.
 pub struct DeltaLog {
-    table_dir: std::path::PathBuf,
+    location: TableLocation,
     log_store: LogStoreRef,
     rt: tokio::runtime::Runtime,
     /// The latest snapshot read, brought up to date before each operation (incrementally).
@@ -527,7 +642,7 @@ pub struct Contention {
 impl std::fmt::Debug for DeltaLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeltaLog")
-            .field("table_dir", &self.table_dir)
+            .field("location", &self.location.to_string())
             .finish_non_exhaustive()
     }
 }
@@ -545,27 +660,49 @@ impl DeltaLog {
     /// read yet: a log directory without version 0 (a creation still under way) fails at the
     /// first operation.
     pub fn open(table_dir: &Path) -> anyhow::Result<Option<DeltaLog>> {
-        if !table_dir.join(LOG_DIR).is_dir() {
-            return Ok(None);
-        }
-        Self::connect(table_dir).map(Some)
+        Self::open_at(&TableLocation::Dir(table_dir.to_path_buf()))
     }
 
-    fn connect(table_dir: &Path) -> anyhow::Result<DeltaLog> {
-        let table_dir = std::path::absolute(table_dir)
-            .with_context(|| format!("cannot resolve {}", table_dir.display()))?;
+    /// [`DeltaLog::open`] for a table directory or a table in an object store.
+    pub fn open_at(location: &TableLocation) -> anyhow::Result<Option<DeltaLog>> {
+        if !location.has_log()? {
+            return Ok(None);
+        }
+        Self::connect(location).map(Some)
+    }
+
+    /// Opens the log of the table at `location` without checking that it has one (the caller
+    /// knows; an operation on a table without a log fails).
+    pub fn at(location: &TableLocation) -> anyhow::Result<DeltaLog> {
+        Self::connect(location)
+    }
+
+    fn connect(location: &TableLocation) -> anyhow::Result<DeltaLog> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start a tokio runtime")?;
-        let url = deltalake::ensure_table_uri(table_dir.to_string_lossy())
-            .with_context(|| format!("not a table location: {}", table_dir.display()))?;
-        let log_store = {
-            let _guard = rt.enter();
-            DeltaTableBuilder::from_url(url)?.build_storage()?
+        let (location, log_store) = match location {
+            TableLocation::Dir(table_dir) => {
+                let table_dir = std::path::absolute(table_dir)
+                    .with_context(|| format!("cannot resolve {}", table_dir.display()))?;
+                let url = deltalake::ensure_table_uri(table_dir.to_string_lossy())
+                    .with_context(|| format!("not a table location: {}", table_dir.display()))?;
+                let _guard = rt.enter();
+                let store = DeltaTableBuilder::from_url(url)?.build_storage()?;
+                (TableLocation::Dir(table_dir), store)
+            }
+            TableLocation::Store { store, url } => {
+                register_s3_log_store();
+                let _guard = rt.enter();
+                let log_store = DeltaTableBuilder::from_url(url.clone())?
+                    .with_storage_backend(store.clone(), url.clone())
+                    .build_storage()?;
+                (location.clone(), log_store)
+            }
         };
         Ok(DeltaLog {
-            table_dir,
+            location,
             log_store,
             rt,
             state: Mutex::new(None),
@@ -583,6 +720,19 @@ impl DeltaLog {
         schema: &Schema,
         partition_cols: &[&str],
     ) -> anyhow::Result<DeltaLog> {
+        Self::create_at(
+            &TableLocation::Dir(table_dir.to_path_buf()),
+            schema,
+            partition_cols,
+        )
+    }
+
+    /// [`DeltaLog::create`] for a table directory or a table in an object store.
+    pub fn create_at(
+        location: &TableLocation,
+        schema: &Schema,
+        partition_cols: &[&str],
+    ) -> anyhow::Result<DeltaLog> {
         check_no_null_type(schema)?;
         let mut fields: Vec<StructField> = delta_schema(schema)?.fields().cloned().collect();
         for p in partition_cols {
@@ -592,7 +742,7 @@ impl DeltaLog {
             fields.push(StructField::nullable(*p, partition_type(p)));
         }
         let table_schema = StructType::try_new(fields)?;
-        let log = Self::connect(table_dir)?;
+        let log = Self::connect(location)?;
         let protocol = protocol_for(&table_schema, None)?;
         let metadata = new_metadata(&table_schema, partition_cols)?;
         let operation = DeltaOperation::Create {
@@ -616,9 +766,8 @@ impl DeltaLog {
         match written {
             Ok(()) | Err(TransactionError::VersionAlreadyExists(0)) => {}
             Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("cannot create the Delta log of {}", log.table_dir.display())
-                })
+                return Err(e)
+                    .with_context(|| format!("cannot create the Delta log of {}", log.location))
             }
         }
         // An existing table must be partitioned the same way.
@@ -626,7 +775,7 @@ impl DeltaLog {
         if existing != partition_cols {
             bail!(
                 "the Delta table {} is partitioned by {existing:?}, not {partition_cols:?}",
-                log.table_dir.display()
+                log.location
             );
         }
         Ok(log)
@@ -640,9 +789,9 @@ impl DeltaLog {
         }
     }
 
-    /// The table directory.
-    pub fn table_dir(&self) -> &Path {
-        &self.table_dir
+    /// Where the table is.
+    pub fn location(&self) -> &TableLocation {
+        &self.location
     }
 
     /// The version of the latest snapshot.
@@ -818,7 +967,7 @@ impl DeltaLog {
             // Start from scratch next time (e.g. after log cleanup removed what we had read).
             *state = None;
         }
-        result.with_context(|| format!("cannot read the Delta log of {}", self.table_dir.display()))
+        result.with_context(|| format!("cannot read the Delta log of {}", self.location))
     }
 
     /// Plans against the latest snapshot and commits; replans from a fresh snapshot when
@@ -864,10 +1013,7 @@ impl DeltaLog {
                 }
                 Err(e) => {
                     return Err(e).with_context(|| {
-                        format!(
-                            "cannot commit to the Delta log of {}",
-                            self.table_dir.display()
-                        )
+                        format!("cannot commit to the Delta log of {}", self.location)
                     })
                 }
             }

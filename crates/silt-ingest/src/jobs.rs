@@ -170,18 +170,15 @@ pub fn import_into(
         LakeRoot::Dir(dir) => return import(inputs, pipeline, dir, cfg, reimport, observer),
         LakeRoot::Remote(r) => r,
     };
-    anyhow::ensure!(
-        cfg.table_format == silt_lake::TableFormat::Hive,
-        "--table-format delta works on a lake directory, not yet on an object store ({}): import with --table-format hive",
-        remote.url()
-    );
     let staging = tempfile::Builder::new()
         .prefix("silt-staging-")
         .tempdir()
         .context("cannot create a staging directory for the upload (set TMPDIR to a disk with room for one file per table and partition being written)")?;
     let pulled = record::pull_records(remote, staging.path())?;
-    let writer = LakeWriter::new(staging.path(), cfg)?;
-    let log = RemoteImportLog::new(remote.clone());
+    let format = cfg.table_format;
+    let writer = LakeWriter::new(staging.path(), cfg)?
+        .with_delta_tables(silt_lake::delta::remote_delta_tables(remote)?);
+    let log = RemoteImportLog::new(remote.clone()).with_table_format(format);
     let recovered = log.recover()?;
     let replacements =
         silt_lake::remote::replace::recover_if_idle(remote, silt_lake::replace::RECORD_GRACE)?

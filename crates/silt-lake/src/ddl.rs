@@ -205,7 +205,7 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
         partitioning,
         store,
         dt_range: dts.first().cloned().zip(dts.last().cloned()),
-        delta: matches!(lake, LakeRoot::Dir(_)) && crate::delta::has_log(&dir),
+        delta: crate::delta::Lake::of(lake).has_log(&table.to_string())?,
         lake: root,
     })
 }

@@ -25,20 +25,33 @@
 //! between runs cannot be committed (Delta has no such change without rewriting the table): the
 //! run fails with the column named.
 //!
+//! **Object-store lakes** (`--lake s3://…`) keep the log at the same place below the table's
+//! prefix (`s3://bucket/prefix/zeek.conn/_delta_log/`), committed through the lake's own store
+//! with put-if-absent (see [`silt_delta::delta::TableLocation`]). The hooks are the same, in the
+//! object-store versions of those protocols: an import run's files are committed after they are
+//! uploaded and before the run's `done` record ([`crate::remote::record`]); recovery of a dead
+//! run takes its files out of the log before it deletes them; a compaction checks its inputs
+//! before the output is uploaded and commits the swap after it, before the inputs are deleted
+//! ([`crate::remote::replace`]); retention removes a partition's files from the log before it
+//! writes the drop record ([`crate::remote::retain`]).
+//!
 //! Touches `<table>/_delta_log/` and reads the footers of the files it commits.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use arrow::datatypes::Schema;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use silt_core::TableName;
 
 use crate::config::StoreKind;
 use crate::layout;
+use crate::remote::footers::FooterCache;
+use crate::remote::{LakeRoot, RemoteLake};
 
-pub use silt_delta::delta::{spark_readable, DeltaLog, NewFile, LOG_DIR};
+pub use silt_delta::delta::{spark_readable, DeltaLog, NewFile, TableLocation, LOG_DIR};
 
 /// Runs `f` on a thread of its own when called from inside a tokio runtime (`silt serve`'s
 /// start, its Kafka consumer): [`DeltaLog`] blocks on a runtime of its own, which tokio refuses
@@ -57,6 +70,105 @@ fn outside_runtime<T: Send>(f: impl FnOnce() -> anyhow::Result<T> + Send) -> any
 /// Whether the table in `table_dir` has a Delta log.
 pub fn has_log(table_dir: &Path) -> bool {
     table_dir.join(LOG_DIR).is_dir()
+}
+
+/// The lake whose tables' logs the functions below keep: a directory or an object store.
+#[derive(Clone, Copy)]
+pub enum Lake<'a> {
+    Dir(&'a Path),
+    Remote(&'a RemoteLake),
+}
+
+impl<'a> Lake<'a> {
+    /// The lake `root` names.
+    pub fn of(root: &'a LakeRoot) -> Self {
+        match root {
+            LakeRoot::Dir(d) => Lake::Dir(d),
+            LakeRoot::Remote(r) => Lake::Remote(r),
+        }
+    }
+
+    /// Where the table directory `table` (`zeek.conn`) is.
+    pub fn location(&self, table: &str) -> anyhow::Result<TableLocation> {
+        Ok(match self {
+            Lake::Dir(root) => TableLocation::Dir(root.join(table)),
+            Lake::Remote(lake) => {
+                let url = format!("{}/{table}", lake.url());
+                TableLocation::Store {
+                    store: lake.store(),
+                    url: url::Url::parse(&url).with_context(|| format!("not a URL: {url}"))?,
+                }
+            }
+        })
+    }
+
+    /// Whether `table` has a Delta log (in an object store: one listing request, however long
+    /// the log is).
+    pub fn has_log(&self, table: &str) -> anyhow::Result<bool> {
+        match self {
+            Lake::Dir(root) => Ok(has_log(&root.join(table))),
+            Lake::Remote(lake) => lake.any_below(&format!("{table}/{LOG_DIR}")),
+        }
+    }
+
+    /// The table's log, or `None` when it has none.
+    fn open_log(&self, table: &str) -> anyhow::Result<Option<DeltaLog>> {
+        if !self.has_log(table)? {
+            return Ok(None);
+        }
+        DeltaLog::at(&self.location(table)?).map(Some)
+    }
+
+    /// The data files of `table`, paths below the table directory.
+    fn data_files(&self, table: &str) -> anyhow::Result<Vec<String>> {
+        let (files, root) = match self {
+            Lake::Dir(root) => (layout::data_files(&root.join(table))?, root.join(table)),
+            Lake::Remote(lake) => {
+                let name = TableName::parse(table)
+                    .with_context(|| format!("{table} is not a table name"))?;
+                (lake.data_files(&name)?, lake.root_path().join(table))
+            }
+        };
+        Ok(files.into_iter().map(|f| below(&root, &f.path)).collect())
+    }
+
+    /// A Parquet file of `table` (`rel` below its directory), described for the log from its
+    /// footer, and the file's Arrow schema.
+    fn describe(&self, table: &str, rel: &str) -> anyhow::Result<(NewFile, Arc<Schema>)> {
+        let (size, meta) = match self {
+            Lake::Dir(root) => {
+                let path = root.join(table).join(rel);
+                let f = std::fs::File::open(&path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                let size = f.metadata()?.len();
+                let meta = ArrowReaderMetadata::load(&f, ArrowReaderOptions::new())
+                    .with_context(|| format!("cannot read the footer of {}", path.display()))?;
+                (size, meta)
+            }
+            Lake::Remote(lake) => {
+                let key = format!("{table}/{rel}");
+                let (size, modified) = lake.head(&key)?;
+                let footer = FooterCache::new(None)
+                    .footer(lake, &lake.key(&key), size, modified)
+                    .with_context(|| format!("cannot read the footer of {}/{key}", lake.url()))?;
+                let meta = ArrowReaderMetadata::try_new(footer, ArrowReaderOptions::new())
+                    .with_context(|| format!("cannot read the footer of {}/{key}", lake.url()))?;
+                (size, meta)
+            }
+        };
+        let schema = meta.schema().clone();
+        Ok((NewFile::from_metadata(rel, size, &meta)?, schema))
+    }
+}
+
+/// `path` below `root`, `/`-separated.
+fn below(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .iter()
+        .map(|c| c.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Splits a path relative to the lake root into the table directory's name and the path below
@@ -78,28 +190,22 @@ fn by_table(rels: &[String]) -> anyhow::Result<BTreeMap<String, Vec<String>>> {
     Ok(out)
 }
 
-/// The Arrow schema in a Parquet file's footer.
-fn file_schema(path: &Path) -> anyhow::Result<Arc<Schema>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let md = ArrowReaderMetadata::load(&f, ArrowReaderOptions::new())
-        .with_context(|| format!("cannot read the footer of {}", path.display()))?;
-    Ok(md.schema().clone())
-}
-
 /// One schema for files of one table, or an error naming the column whose type differs.
-fn merged_schema(table_dir: &Path, files: &[String]) -> anyhow::Result<Schema> {
+fn merged_schema(
+    location: &TableLocation,
+    files: &[(NewFile, Arc<Schema>)],
+) -> anyhow::Result<Schema> {
     let mut merged = Schema::empty();
-    for f in files {
-        let s = file_schema(&table_dir.join(f))?;
+    for (f, s) in files {
         // Schema metadata (silt's time column, sort keys) is not part of a Delta schema, and
         // files written at different times may disagree on it.
         let s = Schema::new(s.fields().clone());
         merged = Schema::try_merge([merged, s]).with_context(|| {
             format!(
-                "the Delta table {} cannot take {f}: a column's type differs from the table's \
-                 other files (a Delta table's column keeps its type; import this data into a new table \
-                 or lake)",
-                table_dir.display()
+                "the Delta table {location} cannot take {}: a column's type differs from the \
+                 table's other files (a Delta table's column keeps its type; import this data \
+                 into a new table or lake)",
+                f.path
             )
         })?;
     }
@@ -116,12 +222,11 @@ fn partition_columns(rel: &str) -> Vec<&str> {
         .collect()
 }
 
-fn check_parquet(table_dir: &Path, files: &[String]) -> anyhow::Result<()> {
+fn check_parquet(location: &TableLocation, files: &[String]) -> anyhow::Result<()> {
     for f in files {
         if StoreKind::from_path(Path::new(f)) != Some(StoreKind::Parquet) {
             bail!(
-                "{} is a Delta table, which holds Parquet files only, not {f} (import it with --store parquet)",
-                table_dir.display()
+                "{location} is a Delta table, which holds Parquet files only, not {f} (import it with --store parquet)"
             );
         }
     }
@@ -133,7 +238,7 @@ fn check_parquet(table_dir: &Path, files: &[String]) -> anyhow::Result<()> {
 /// (their log is created, and the files they already hold, apart from `in_flight` ones of other
 /// runs, are committed with the run's). `app` names the writer in the log (`silt import`).
 pub fn commit_published(
-    root: &Path,
+    lake: Lake,
     files: &[String],
     create: bool,
     in_flight: &HashSet<String>,
@@ -145,28 +250,26 @@ pub fn commit_published(
                 // `_rejects/` and other non-table files of a run.
                 continue;
             }
-            let table_dir = root.join(&table);
-            let log = DeltaLog::open(&table_dir)?;
+            let location = lake.location(&table)?;
+            let log = lake.open_log(&table)?;
             if log.is_none() {
                 if !create {
                     continue;
                 }
                 // A plain Hive table so far: its files become part of the new table.
                 let ours: HashSet<String> = rels.iter().cloned().collect();
-                for f in layout::data_files(&table_dir)? {
-                    let rel = f
-                        .path
-                        .strip_prefix(&table_dir)
-                        .unwrap_or(&f.path)
-                        .to_string_lossy()
-                        .into_owned();
+                for rel in lake.data_files(&table)? {
                     if !ours.contains(&rel) && !in_flight.contains(&format!("{table}/{rel}")) {
                         rels.push(rel);
                     }
                 }
             }
-            check_parquet(&table_dir, &rels)?;
-            let schema = merged_schema(&table_dir, &rels)?;
+            check_parquet(&location, &rels)?;
+            let described = rels
+                .iter()
+                .map(|r| lake.describe(&table, r))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let schema = merged_schema(&location, &described)?;
             let log = match log {
                 Some(log) => log,
                 None => {
@@ -176,19 +279,15 @@ pub fn commit_published(
                         .unwrap_or_default();
                     if let Some(other) = rels.iter().find(|r| partition_columns(r) != cols) {
                         bail!(
-                            "cannot create a Delta log for {}: {} and {other} are partitioned differently",
-                            table_dir.display(),
+                            "cannot create a Delta log for {location}: {} and {other} are partitioned differently",
                             rels[0]
                         );
                     }
-                    DeltaLog::create(&table_dir, &schema, &cols)
+                    DeltaLog::create_at(&location, &schema, &cols)
                         .with_context(|| format!("cannot create the Delta log of {table}"))?
                 }
             };
-            let new = rels
-                .iter()
-                .map(|r| NewFile::from_parquet(&table_dir, r))
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            let new: Vec<NewFile> = described.into_iter().map(|(f, _)| f).collect();
             log.append(&new, &schema, app).with_context(|| {
                 format!(
                     "cannot commit {} files to the Delta log of {table}",
@@ -202,10 +301,13 @@ pub fn commit_published(
 
 /// Takes files (paths relative to the lake root) out of the logs of their tables, where they
 /// are in one (recovery of a dead run, before its files are deleted).
-pub fn uncommit(root: &Path, files: &[String], app: &str) -> anyhow::Result<()> {
+pub fn uncommit(lake: Lake, files: &[String], app: &str) -> anyhow::Result<()> {
     outside_runtime(|| {
         for (table, rels) in by_table(files)? {
-            if let Some(log) = DeltaLog::open(&root.join(&table))? {
+            if layout::is_hidden(&table) {
+                continue;
+            }
+            if let Some(log) = lake.open_log(&table)? {
                 log.remove(&rels, app).with_context(|| {
                     format!("cannot remove files from the Delta log of {table}")
                 })?;
@@ -217,10 +319,10 @@ pub fn uncommit(root: &Path, files: &[String], app: &str) -> anyhow::Result<()> 
 
 /// For a compaction of a Delta table: fails unless every input (relative to the lake root) is
 /// in the log, so that the swap can be committed once the output is in place.
-pub fn check_replaceable(root: &Path, inputs: &[String]) -> anyhow::Result<()> {
+pub fn check_replaceable(lake: Lake, inputs: &[String]) -> anyhow::Result<()> {
     outside_runtime(|| {
         for (table, rels) in by_table(inputs)? {
-            if let Some(log) = DeltaLog::open(&root.join(&table))? {
+            if let Some(log) = lake.open_log(&table)? {
                 let live: HashSet<String> = log.files()?.into_iter().collect();
                 if let Some(missing) = rels.iter().find(|r| !live.contains(*r)) {
                     bail!(
@@ -238,15 +340,14 @@ pub fn check_replaceable(root: &Path, inputs: &[String]) -> anyhow::Result<()> {
 /// log already has it (the output is in the log, or none of the inputs is any more); does
 /// nothing for a table without a log. Fails when only some inputs are still in the log.
 pub fn commit_replacement(
-    root: &Path,
+    lake: Lake,
     output: &str,
     inputs: &[String],
     app: &str,
 ) -> anyhow::Result<()> {
     outside_runtime(|| {
         let (table, out_rel) = split_table(output)?;
-        let table_dir = root.join(table);
-        let Some(log) = DeltaLog::open(&table_dir)? else {
+        let Some(log) = lake.open_log(table)? else {
             return Ok(());
         };
         let live: HashSet<String> = log.files()?.into_iter().collect();
@@ -259,55 +360,57 @@ pub fn commit_replacement(
             // took it as an input): nothing left to swap.
             return Ok(());
         }
-        let added = NewFile::from_parquet(&table_dir, out_rel)?;
+        let (added, _) = lake.describe(table, out_rel)?;
         log.replace(&removed, &[added], app)
             .with_context(|| format!("cannot commit the compaction of {table} to its Delta log"))?;
         Ok(())
     })
 }
 
-/// Before a partition of a Delta table is dropped: one commit removes its files from the log.
-pub fn remove_partition(table_dir: &Path, partition_dir: &Path, app: &str) -> anyhow::Result<()> {
+/// Before a partition of a Delta table is dropped: one commit removes the files below
+/// `partition` (relative to the table directory, `dt=2024-03-24`) from the table's log.
+pub fn remove_partition(lake: Lake, table: &str, partition: &str, app: &str) -> anyhow::Result<()> {
     outside_runtime(|| {
-        let Some(log) = DeltaLog::open(table_dir)? else {
+        let Some(log) = lake.open_log(table)? else {
             return Ok(());
         };
-        let prefix = partition_dir
-            .strip_prefix(table_dir)
-            .unwrap_or(partition_dir)
-            .to_string_lossy()
-            .into_owned();
-        let prefix = format!("{prefix}/");
+        let prefix = format!("{}/", partition.trim_end_matches('/'));
         let gone: Vec<String> = log
             .files()?
             .into_iter()
             .filter(|f| f.starts_with(&prefix))
             .collect();
-        log.remove(&gone, app).with_context(|| {
-            format!(
-                "cannot remove {} from the Delta log",
-                partition_dir.display()
-            )
-        })?;
+        log.remove(&gone, app)
+            .with_context(|| format!("cannot remove {table}/{partition} from the Delta log"))?;
         Ok(())
     })
 }
 
-/// The data files of a Delta table that its log does not name (paths below the table
-/// directory), for `silt vacuum`.
-pub fn unreferenced(table_dir: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
+/// The data files of a Delta table that its log does not name (paths relative to the lake
+/// root), for `silt vacuum`; `None` for a table without a log.
+pub fn unreferenced(lake: Lake, table: &str) -> anyhow::Result<Option<Vec<String>>> {
     outside_runtime(|| {
-        let Some(log) = DeltaLog::open(table_dir)? else {
+        let Some(log) = lake.open_log(table)? else {
             return Ok(None);
         };
         let live: HashSet<String> = log.files()?.into_iter().collect();
-        let mut out = Vec::new();
-        for f in layout::data_files(table_dir)? {
-            let rel = f.path.strip_prefix(table_dir).unwrap_or(&f.path);
-            if !live.contains(rel.to_string_lossy().as_ref()) {
-                out.push(f.path);
-            }
-        }
-        Ok(Some(out))
+        Ok(Some(
+            lake.data_files(table)?
+                .into_iter()
+                .filter(|rel| !live.contains(rel))
+                .map(|rel| format!("{table}/{rel}"))
+                .collect(),
+        ))
     })
+}
+
+/// The tables of an object-store lake that have a Delta log (one listing request each).
+pub fn remote_delta_tables(lake: &RemoteLake) -> anyhow::Result<Vec<TableName>> {
+    let mut out = Vec::new();
+    for t in lake.tables()? {
+        if Lake::Remote(lake).has_log(&t.to_string())? {
+            out.push(t);
+        }
+    }
+    Ok(out)
 }

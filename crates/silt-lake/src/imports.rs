@@ -338,7 +338,7 @@ impl ImportLog {
             }
             // The run may have committed its files to a Delta log before it died: the log
             // must stop naming them before they go.
-            crate::delta::uncommit(&self.root, &rels, "silt recovery")?;
+            crate::delta::uncommit(crate::delta::Lake::Dir(&self.root), &rels, "silt recovery")?;
             remove_files(&self.root, &rels, run, &mut rec)?;
             fs::remove_file(&p)?;
         }
@@ -540,7 +540,14 @@ impl Run {
         } else {
             Default::default()
         };
-        crate::delta::commit_published(&self.root, &rec.files, create, &in_flight, app)?;
+        crate::delta::commit_published(
+            crate::delta::Lake::Dir(&self.root),
+            &rec.files,
+            create,
+            &in_flight,
+            app,
+        )?;
+        crate::replace::failpoint("import-committed");
         if rec.inputs.is_empty() && rec.wal_upto.is_some() {
             // A serve flush: only the last one matters (the log position it covers), so it
             // replaces the previous one instead of adding a line.

@@ -276,7 +276,9 @@ impl Publisher for ReplacingPublisher {
         }
         // A Delta table can only swap files its log names (checked before the output appears,
         // so that the commit below cannot fail for that reason).
-        if let Err(e) = crate::delta::check_replaceable(&self.root, &self.inputs) {
+        if let Err(e) =
+            crate::delta::check_replaceable(crate::delta::Lake::Dir(&self.root), &self.inputs)
+        {
             drop(writer);
             file.abandon();
             return Err(e);
@@ -295,7 +297,12 @@ impl Publisher for ReplacingPublisher {
         failpoint("compact-recorded");
         let published = publish::reveal(file, bytes, rows)?;
         failpoint("compact-renamed");
-        crate::delta::commit_replacement(&self.root, &rec.output, &rec.inputs, "silt compact")?;
+        crate::delta::commit_replacement(
+            crate::delta::Lake::Dir(&self.root),
+            &rec.output,
+            &rec.inputs,
+            "silt compact",
+        )?;
         *self
             .written
             .lock()
@@ -375,7 +382,12 @@ pub fn recover_or_survey(
                 r.inputs.iter().filter(|i| root.join(i).is_file()).count()
             } else {
                 // A Delta table's log must have the swap before its inputs go.
-                crate::delta::commit_replacement(root, &r.output, &r.inputs, "silt recovery")?;
+                crate::delta::commit_replacement(
+                    crate::delta::Lake::Dir(root),
+                    &r.output,
+                    &r.inputs,
+                    "silt recovery",
+                )?;
                 remove_inputs(root, &r)?
             };
             if n > 0 {

@@ -293,7 +293,12 @@ pub fn retain_with(
             if !opts.dry_run {
                 before_drop(&abs);
                 // A Delta table's log stops naming the files first.
-                crate::delta::remove_partition(&dir, &abs, "silt retain")?;
+                crate::delta::remove_partition(
+                    crate::delta::Lake::Dir(root),
+                    &table.to_string(),
+                    &rel,
+                    "silt retain",
+                )?;
                 drop_dir(&lock, &abs)?;
             }
             report.dropped.push(Dropped {

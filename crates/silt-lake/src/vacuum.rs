@@ -89,10 +89,11 @@ pub fn vacuum(root: &Path, opts: &VacuumOptions, now: SystemTime) -> anyhow::Res
     let in_flight = ImportLog::open(root)?.in_flight()?;
     for table in layout::tables(root)? {
         let dir = root.join(table.to_string());
-        for p in crate::delta::unreferenced(&dir)?.unwrap_or_default() {
-            let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy();
+        let lake = crate::delta::Lake::Dir(root);
+        for rel in crate::delta::unreferenced(lake, &table.to_string())?.unwrap_or_default() {
+            let p = root.join(&rel);
             let Ok(md) = fs::metadata(&p) else { continue };
-            if in_flight.contains(rel.as_ref()) || age(&md, now) < opts.grace {
+            if in_flight.contains(&rel) || age(&md, now) < opts.grace {
                 continue;
             }
             rep.unreferenced += 1;

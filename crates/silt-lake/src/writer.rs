@@ -193,6 +193,14 @@ impl LakeWriter {
         self
     }
 
+    /// Tables known to have a Delta log elsewhere than below [`LakeWriter::root`] (an
+    /// object-store lake, whose files are written in a staging directory): their files are
+    /// written without `Null` columns, as for a local Delta table.
+    pub fn with_delta_tables(mut self, tables: impl IntoIterator<Item = TableName>) -> Self {
+        self.delta.extend(tables.into_iter().map(|t| (t, true)));
+        self
+    }
+
     /// The lake directory.
     pub fn root(&self) -> &Path {
         &self.root

@@ -126,7 +126,7 @@ fn run(
     if die {
         // What the run had done when a crash stopped it just before recording itself as done.
         silt_lake::delta::commit_published(
-            lake,
+            silt_lake::delta::Lake::Dir(lake),
             &rels,
             format == TableFormat::Delta,
             &HashSet::new(),
@@ -375,7 +375,7 @@ fn compaction_retention_and_vacuum_keep_the_log_true() {
     );
     let v = log_of(lake, "zeek.conn").version().unwrap();
     silt_lake::delta::commit_replacement(
-        lake,
+        silt_lake::delta::Lake::Dir(lake),
         &stray_rel,
         &["zeek.conn/gone.parquet".to_string()],
         "test",

@@ -77,6 +77,9 @@ pub struct RemoteTarget {
     pub record: String,
     /// The instance's lease: a flush is recorded only while it is held.
     pub lease: LockWatch,
+    /// Tables that had a Delta log when the server started (their files are written without
+    /// `Null` columns; with `--table-format delta` every table's are).
+    pub delta_tables: Vec<silt_core::TableName>,
 }
 
 /// The flush thread lost its right to record flushes (another server took the instance's
@@ -715,7 +718,7 @@ fn flush(
             files
         }
         Target::Remote(t) => {
-            let log = RemoteImportLog::new(t.lake.clone());
+            let log = RemoteImportLog::new(t.lake.clone()).with_table_format(cfg.table_format);
             if recover {
                 log.recover()?;
             }
@@ -733,6 +736,7 @@ fn flush(
             let pulled = record::pull_records(&t.lake, staging.path())?;
             let run = log.begin()?;
             let w = LakeWriter::new(staging.path(), cfg.clone())?
+                .with_delta_tables(t.delta_tables.iter().cloned())
                 .with_publisher(run.publisher(staging.path()));
             let files = write_generation(w, gen)?;
             record::push_records(&t.lake, staging.path(), &pulled)?;

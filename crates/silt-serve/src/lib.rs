@@ -211,11 +211,6 @@ impl ServeConfig {
             "--state is for an object-store lake; a lake directory keeps the server's state in {}",
             self.lake.join(SERVE_DIR).display()
         );
-        anyhow::ensure!(
-            !remote || self.writer.table_format == silt_lake::TableFormat::Hive,
-            "--table-format delta works on a lake directory, not yet on an object store ({}): serve with --table-format hive",
-            self.lake.display()
-        );
         for a in self.http.iter().chain(self.flight.iter()) {
             anyhow::ensure!(
                 a.ip().is_loopback() || self.token.is_some() || self.insecure,
@@ -500,6 +495,7 @@ fn open_target(
                 staging,
                 record,
                 lease: lease.watch(),
+                delta_tables: silt_lake::delta::remote_delta_tables(lake)?,
             });
             Ok(((recovery, covered), target, Some(lease)))
         }

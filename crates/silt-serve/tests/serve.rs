@@ -651,7 +651,7 @@ async fn flushes_commit_to_a_delta_log_and_a_restart_takes_a_dead_flushs_files_o
         .to_string_lossy()
         .into_owned();
     silt_lake::delta::commit_published(
-        &lake,
+        silt_lake::delta::Lake::Dir(&lake),
         std::slice::from_ref(&rel),
         false,
         &Default::default(),

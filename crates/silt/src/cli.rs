@@ -352,8 +352,8 @@ pub struct WriteOpts {
     #[arg(long, default_value = "parquet", value_parser = ["parquet", "feather"])]
     pub store: String,
     /// What lists a table's files: hive (the directories alone) or delta (also a Delta Lake log
-    /// in <table>/_delta_log, for Spark, Trino and DuckDB's delta_scan; Parquet only, local lake
-    /// only). A table that has a log keeps it whatever this says.
+    /// in <table>/_delta_log, for Spark, Trino and DuckDB's delta_scan; Parquet only; in a lake
+    /// directory or a bucket). A table that has a log keeps it whatever this says.
     #[arg(long, default_value = "hive", value_parser = ["hive", "delta"])]
     pub table_format: String,
     /// Compression codec (feather: zstd, lz4 or none).

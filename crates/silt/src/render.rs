@@ -92,8 +92,9 @@ fn fmt_ts(t: Option<i64>) -> String {
 
 /// `delta` for a table with a Delta Lake log, else `hive`.
 fn table_format(root: &silt_lake::remote::LakeRoot, i: &catalog::TableInfo) -> &'static str {
-    match root {
-        silt_lake::remote::LakeRoot::Dir(_) if silt_lake::delta::has_log(&i.dir) => "delta",
+    // A table whose log cannot be listed shows as what its files are: Hive.
+    match silt_lake::delta::Lake::of(root).has_log(&i.name.to_string()) {
+        Ok(true) => "delta",
         _ => "hive",
     }
 }

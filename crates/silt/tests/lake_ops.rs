@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{ok, p, silt};
+use common::{delta_python, delta_scan_fingerprint, ok, p, silt};
 
 /// A lake of zeek tables with six small files per partition (six imports), of `--table-format
 /// format`.
@@ -169,42 +169,6 @@ fn delta_rows(lake: &Path) -> u64 {
     log.num_records()
         .unwrap()
         .expect("every file has statistics")
-}
-
-/// The venv python with DuckDB's delta extension (scripts/duckdb-delta.sh), or None after a
-/// skip message (a failure in CI).
-fn delta_python() -> Option<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/duckdb-delta.sh");
-    let out = Command::new("bash").arg(script).output().ok()?;
-    let p = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    if out.status.success() && !p.is_empty() {
-        Some(p)
-    } else {
-        silt_testkit::skip(&format!(
-            "DuckDB's delta extension (scripts/duckdb-delta.sh) is not available: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Rows, distinct uids and sum(orig_bytes) of zeek.conn as DuckDB's `delta_scan` sees the Delta
-/// table (a reader of the log other than silt's own).
-fn delta_scan_fingerprint(py: &str, lake: &Path) -> (u64, u64, u64) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/delta_scan.py");
-    let out = Command::new(py)
-        .arg(script)
-        .arg(lake.join("zeek.conn"))
-        .arg("count(*), count(DISTINCT uid), sum(orig_bytes)")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "delta_scan failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s = String::from_utf8(out.stdout).unwrap();
-    let v: Vec<u64> = s.trim().split(',').map(|x| x.parse().unwrap()).collect();
-    (v[0], v[1], v[2])
 }
 
 #[test]

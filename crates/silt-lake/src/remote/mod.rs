@@ -478,6 +478,17 @@ impl RemoteLake {
         })
     }
 
+    /// Whether any object is below `rel_dir` (one listing request, however many there are).
+    pub fn any_below(&self, rel_dir: &str) -> anyhow::Result<bool> {
+        let store = self.store.clone();
+        let key = self.key(rel_dir.trim_end_matches('/'));
+        let what = format!("{}/{rel_dir}", self.url);
+        self.block_on(async move {
+            let first = store.list(Some(&key)).try_next().await;
+            Ok(first.map_err(|e| explain(e, &what))?.is_some())
+        })
+    }
+
     /// The size of the object `rel`.
     pub fn size(&self, rel: &str) -> anyhow::Result<u64> {
         Ok(self.head(rel)?.0)

@@ -21,8 +21,13 @@
 //! ([`pull_records`]) and the ones it wrote or changed, with its rejects files, are uploaded
 //! after it ([`push_records`]).
 //!
-//! Touches `_silt/imports/`, `_silt/tables/`, `_rejects/` and the data files runs publish, below
-//! the lake's prefix, and the staging directory it is given.
+//! A run's files go into the Delta logs of their tables ([`crate::delta`]; created for a run
+//! begun with `--table-format delta`) after they are uploaded and before the run's `done` (or
+//! flush) record is written; recovery takes a dead run's files out of the logs before it
+//! deletes them.
+//!
+//! Touches `_silt/imports/`, `_silt/tables/`, `_rejects/`, the data files runs publish and the
+//! Delta logs of their tables, below the lake's prefix, and the staging directory it is given.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -36,6 +41,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::RemoteLake;
+use crate::config::TableFormat;
+use crate::delta::Lake;
 use crate::imports::{InputIdentity, Recovered, RunRecord, IMPORTS_DIR};
 use crate::publish::{PendingFile, PublishedFile, Publisher};
 
@@ -71,11 +78,22 @@ struct Journal {
 /// The import record of one object-store lake.
 pub struct RemoteImportLog {
     lake: Arc<RemoteLake>,
+    format: TableFormat,
 }
 
 impl RemoteImportLog {
     pub fn new(lake: Arc<RemoteLake>) -> Self {
-        Self { lake }
+        Self {
+            lake,
+            format: TableFormat::Hive,
+        }
+    }
+
+    /// Runs begun from here with `--table-format delta` give the tables they write a Delta log
+    /// ([`crate::delta`]); tables that have one get every run's files whatever the format.
+    pub fn with_table_format(mut self, format: TableFormat) -> Self {
+        self.format = format;
+        self
     }
 
     /// Every finished run, oldest first.
@@ -192,6 +210,9 @@ impl RemoteImportLog {
                 }
                 continue;
             }
+            // The run may have committed its files to a Delta log before it died: the log
+            // must stop naming them before they go.
+            crate::delta::uncommit(Lake::Remote(&self.lake), &journal.files, "silt recovery")?;
             for f in &journal.files {
                 self.lake.delete(f).with_context(|| {
                     format!("cannot remove {f} of the interrupted import {run}")
@@ -244,6 +265,7 @@ impl RemoteImportLog {
         };
         Ok(RemoteRun {
             id,
+            format: self.format,
             lake: self.lake.clone(),
             state,
             stop,
@@ -298,6 +320,7 @@ fn heartbeat(lake: Arc<RemoteLake>, state: Arc<Mutex<Journal>>, stop: Arc<Atomic
 /// A run in progress on an object-store lake.
 pub struct RemoteRun {
     pub id: String,
+    format: TableFormat,
     lake: Arc<RemoteLake>,
     state: Arc<Mutex<Journal>>,
     stop: Arc<AtomicBool>,
@@ -324,6 +347,8 @@ impl RemoteRun {
     ) -> anyhow::Result<RunRecord> {
         self.stop_heartbeat();
         let rec = self.record(inputs, files, None);
+        self.commit_delta(&rec, "silt import")?;
+        crate::replace::failpoint("import-committed");
         self.lake
             .put(&done_rel(&self.id), serde_json::to_vec(&rec)?)
             .context("cannot record the finished import")?;
@@ -363,6 +388,7 @@ impl RemoteRun {
         self.stop_heartbeat();
         let mut rec = self.record(Vec::new(), files, Some(wal_upto));
         rec.kafka = kafka;
+        self.commit_delta(&rec, "silt serve")?;
         self.lake
             .put(&format!("{IMPORTS_DIR}/{name}"), serde_json::to_vec(&rec)?)
             .context("cannot record the finished flush")?;
@@ -385,6 +411,25 @@ impl RemoteRun {
         self.lake.delete(&journal_rel(&self.id))?;
         self.finished = true;
         Ok(files.len())
+    }
+
+    /// Commits the run's files to the Delta logs of their tables (creating them under
+    /// `--table-format delta`) before the run counts as done: a crash from here on leaves the
+    /// journal, whose recovery takes the files out of the log again.
+    fn commit_delta(&self, rec: &RunRecord, app: &str) -> anyhow::Result<()> {
+        let create = self.format == TableFormat::Delta;
+        let in_flight = if create {
+            RemoteImportLog::new(self.lake.clone()).in_flight()?
+        } else {
+            Default::default()
+        };
+        crate::delta::commit_published(
+            Lake::Remote(&self.lake),
+            &rec.files,
+            create,
+            &in_flight,
+            app,
+        )
     }
 
     /// The record of this run, finished now.

@@ -32,8 +32,12 @@
 //! the next maintenance command after a crash there), and during a retention the partition's
 //! objects disappear one request at a time.
 //!
-//! Touches `_silt/replace/`, `_silt/drop/`, the objects records name, and the objects under
-//! dropped partitions.
+//! In a table with a Delta log ([`crate::delta`]), step 3 also checks that the log names every
+//! input (before the upload), and the swap is committed to the log between steps 3 and 4 (also
+//! by [`recover`], before it deletes the inputs of a replacement whose output exists).
+//!
+//! Touches `_silt/replace/`, `_silt/drop/`, the objects records name, the objects under
+//! dropped partitions, and the Delta logs of the tables it replaces files in.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -48,6 +52,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lock::{LockWatch, RemoteLock};
 use super::{Listed, RemoteLake};
+use crate::delta::Lake;
 use crate::publish::{PendingFile, PublishedFile, Publisher};
 use crate::replace::{self, failpoint, Recovery, Replacement, Written, REPLACE_DIR};
 
@@ -177,6 +182,13 @@ pub fn recover_or_survey(
             let n = if dry {
                 there(lake, &r.inputs)?.len()
             } else {
+                // A Delta table's log must have the swap before its inputs go.
+                crate::delta::commit_replacement(
+                    Lake::Remote(lake),
+                    &r.output,
+                    &r.inputs,
+                    "silt recovery",
+                )?;
                 remove_inputs(lake, &r)?
             };
             if n > 0 {
@@ -332,8 +344,11 @@ impl Publisher for RemoteReplacingPublisher {
         rows: u64,
     ) -> anyhow::Result<PublishedFile> {
         let expected = self.expected_rows.load(Ordering::SeqCst);
+        // A Delta table can only swap files its log names (checked before the output appears,
+        // so that the commit after the upload cannot fail for that reason).
         let checked = replace::check_rows(&self.table, self.inputs.len(), rows, expected)
-            .and_then(|()| self.lock.check());
+            .and_then(|()| self.lock.check())
+            .and_then(|()| crate::delta::check_replaceable(Lake::Remote(&self.lake), &self.inputs));
         if let Err(e) = checked {
             drop(writer);
             file.abandon();
@@ -358,6 +373,13 @@ impl Publisher for RemoteReplacingPublisher {
             });
         let _ = std::fs::remove_file(&file.temp_path);
         let bytes = uploaded?;
+        failpoint("compact-renamed");
+        crate::delta::commit_replacement(
+            Lake::Remote(&self.lake),
+            &rec.output,
+            &rec.inputs,
+            "silt compact",
+        )?;
         *self
             .written
             .lock()

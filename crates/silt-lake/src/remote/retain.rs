@@ -8,10 +8,14 @@
 //! record on, other engines' globs see its objects go one request at a time.
 //!
 //! Vacuum removes what dead imports uploaded, finishes or undoes replacements and drops a crash
-//! left, and removes records past the grace period. An object store holds no temporary files
-//! (an upload that never completed is not an object) and no empty directories.
+//! left, removes records past the grace period, and removes a Delta table's data files that its
+//! log does not name once they are older than the grace period. An object store holds no
+//! temporary files (an upload that never completed is not an object) and no empty directories.
 //!
-//! Touches the objects of dropped partitions, `_silt/drop/`, `_silt/replace/`,
+//! A Delta table's log ([`crate::delta`]) stops naming a partition's files in one commit before
+//! the partition's drop record is written.
+//!
+//! Touches the objects of dropped partitions, `<table>/_delta_log/`, `_silt/drop/`, `_silt/replace/`,
 //! `_silt/imports/`, `_silt/maintenance.lock` and, for a table it empties,
 //! `_silt/tables/<table>.schema.arrow` ([`crate::emptied`]) below the lake's prefix.
 
@@ -116,6 +120,13 @@ pub fn retain_with(
             if !opts.dry_run {
                 lock.check()?;
                 let partition = format!("{table}/{rel}");
+                // A Delta table's log stops naming the files first.
+                crate::delta::remove_partition(
+                    crate::delta::Lake::Remote(lake),
+                    &table.to_string(),
+                    &rel,
+                    "silt retain",
+                )?;
                 let record = replace::record_drop(lake, &table.to_string(), &partition)?;
                 failpoint("retain-recorded");
                 // Only what was there when the record was written (by the store's clock): an
@@ -185,6 +196,30 @@ pub fn vacuum(lake: &Arc<RemoteLake>, opts: &VacuumOptions) -> anyhow::Result<Va
     let (replacements, drops) = replace::recover_or_survey(&lock, opts.grace, opts.dry_run)?;
     rep.replacements = replacements;
     rep.trash = drops.finished + drops.expired;
+    // Data files of Delta tables that their logs do not name (a run that died after its upload
+    // and before its commit, whose journal is gone), past the grace period.
+    let in_flight = RemoteImportLog::new(lake.clone()).in_flight()?;
+    let now = SystemTime::now();
+    for table in lake.tables()? {
+        let delta = crate::delta::Lake::Remote(lake);
+        let Some(unref) = crate::delta::unreferenced(delta, &table.to_string())? else {
+            continue;
+        };
+        let unref: HashSet<String> = unref.into_iter().collect();
+        for (f, at) in lake.data_files_listed(&table)? {
+            let rel = lake.rel_of(&f.path)?;
+            let young = now.duration_since(at).unwrap_or_default() < opts.grace;
+            if !unref.contains(&rel) || in_flight.contains(&rel) || young {
+                continue;
+            }
+            lock.check()?;
+            rep.unreferenced += 1;
+            rep.unreferenced_bytes += f.bytes;
+            if !opts.dry_run {
+                lake.delete(&rel)?;
+            }
+        }
+    }
     drop(lock);
     Ok(rep)
 }
