@@ -1304,3 +1304,55 @@ fn serve_commits_flushes_to_a_delta_log_in_the_bucket() {
     );
     assert!(q.contains("600,600"), "{q}");
 }
+
+/// Four `silt import --table-format delta` processes at once into one table of a bucket: each
+/// commit gets its own version through MinIO's conditional writes (the first creates the log,
+/// the others find it), and the log ends up naming every file once.
+#[test]
+fn concurrent_importers_commit_to_one_delta_log_in_the_bucket() {
+    let Some(env) = minio() else { return };
+    let bucket = bucket("delta-race");
+    let s3 = format!("s3://{bucket}/l");
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..4u32)
+        .map(|w| {
+            let input = dir.path().join(format!("w{w}.ndjson"));
+            let body: String = (0..200u32)
+                .map(|i| {
+                    format!(
+                        "{{\"ts\":\"2024-03-24T{:02}:00:00Z\",\"id\":{}}}\n",
+                        i % 24,
+                        w * 1000 + i
+                    )
+                })
+                .collect();
+            std::fs::write(&input, body).unwrap();
+            let mut c = silt();
+            c.env_remove("AWS_PROFILE").env("HOME", "/nonexistent");
+            c.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .args(["import", "json", p(&input), "--lake", &s3])
+                .args(["--table", "app.race", "--table-format", "delta"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        ok(&c.wait_with_output().unwrap());
+    }
+    let remote = with_env(&env, || {
+        match silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap() {
+            silt_lake::remote::LakeRoot::Remote(r) => r,
+            _ => panic!("not remote"),
+        }
+    });
+    let log = bucket_log(&remote, "app.race");
+    assert_eq!(log.num_records().unwrap(), Some(800));
+    let q = query_csv(
+        &env,
+        &s3,
+        "SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.race",
+    );
+    assert!(q.contains("800,800"), "{q}");
+}
