@@ -37,7 +37,7 @@
 //!
 //! Touches `<table>/_delta_log/` and reads the footers of the files it commits.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -112,11 +112,44 @@ impl<'a> Lake<'a> {
     }
 
     /// The table's log, or `None` when it has none.
-    fn open_log(&self, table: &str) -> anyhow::Result<Option<DeltaLog>> {
+    ///
+    /// In an object store the log is opened once per table and store and kept for the
+    /// process: a fresh [`DeltaLog`] reads the table's snapshot from its last checkpoint on, up
+    /// to 100 commit objects one request each (measured on MinIO: an import's commit took
+    /// 0.27 s longer at version 99 than at version 1), while a kept one reads only the commits
+    /// made since it last looked. `silt serve` commits every flush, so it reads each commit
+    /// about once. A directory's log is cheap to read again and is not kept.
+    fn open_log(&self, table: &str) -> anyhow::Result<Option<Arc<DeltaLog>>> {
+        type Kept = std::sync::Mutex<HashMap<(String, usize), Arc<DeltaLog>>>;
+        static KEPT: std::sync::OnceLock<Kept> = std::sync::OnceLock::new();
+        let location = self.location(table)?;
+        let key = match self {
+            Lake::Dir(_) => None,
+            // The store's address tells two stores with one URL apart (another endpoint or
+            // credentials); the kept log holds the store, so the address is not reused.
+            Lake::Remote(lake) => Some((
+                location.to_string(),
+                Arc::as_ptr(&lake.store()) as *const () as usize,
+            )),
+        };
+        let kept = KEPT.get_or_init(Default::default);
         if !self.has_log(table)? {
+            if let Some(k) = &key {
+                kept.lock().unwrap_or_else(|e| e.into_inner()).remove(k);
+            }
             return Ok(None);
         }
-        DeltaLog::at(&self.location(table)?).map(Some)
+        let Some(key) = key else {
+            return DeltaLog::at(&location).map(|l| Some(Arc::new(l)));
+        };
+        if let Some(l) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(Some(l.clone()));
+        }
+        let log = Arc::new(DeltaLog::at(&location)?);
+        kept.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, log.clone());
+        Ok(Some(log))
     }
 
     /// The data files of `table`, paths below the table directory.
@@ -272,7 +305,7 @@ pub fn commit_published(
             let schema = merged_schema(&location, &described)?;
             let log = match log {
                 Some(log) => log,
-                None => {
+                None => Arc::new({
                     let cols = rels
                         .first()
                         .map(|f| partition_columns(f))
@@ -285,7 +318,7 @@ pub fn commit_published(
                     }
                     DeltaLog::create_at(&location, &schema, &cols)
                         .with_context(|| format!("cannot create the Delta log of {table}"))?
-                }
+                }),
             };
             let new: Vec<NewFile> = described.into_iter().map(|(f, _)| f).collect();
             log.append(&new, &schema, app).with_context(|| {
