@@ -258,12 +258,7 @@ fn rejects_large_files_and_refusals() {
     ok(&o);
     let said = String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o);
     assert!(said.contains(&format!("{s3}/_rejects/")), "{said}");
-    let lake = with_env(&env, || {
-        silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap()
-    });
-    let silt_lake::remote::LakeRoot::Remote(remote) = &lake else {
-        panic!("not remote")
-    };
+    let remote = &remote_lake(&env, &s3);
     let rejects = remote.list("_rejects").unwrap();
     assert_eq!(rejects.len(), 1, "{rejects:?}");
     let body = remote.get(&rejects[0].rel).unwrap().unwrap();
@@ -350,6 +345,28 @@ fn rejects_large_files_and_refusals() {
     assert!(err.contains("silt-no-such-bucket-x"), "{err}");
 }
 
+/// The bucket lake `s3` (opened with the store's environment).
+fn remote_lake(
+    env: &[(String, String)],
+    s3: &str,
+) -> std::sync::Arc<silt_lake::remote::RemoteLake> {
+    match with_env(env, || {
+        silt_lake::remote::LakeRoot::open(Path::new(s3)).unwrap()
+    }) {
+        silt_lake::remote::LakeRoot::Remote(r) => r,
+        _ => panic!("{s3} is not an object-store lake"),
+    }
+}
+
+/// An HTTP client for `silt serve` that returns error statuses as responses.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(20)))
+        .build()
+        .into()
+}
+
 /// Runs `f` with the store's environment set in this process (the library reads it).
 fn with_env<T>(env: &[(String, String)], f: impl FnOnce() -> T) -> T {
     for (k, v) in env {
@@ -398,12 +415,7 @@ fn killed_imports_leave_every_row_once() {
 
     let bucket = bucket("kill");
     let s3 = format!("s3://{bucket}/lake");
-    let lake = with_env(&env, || {
-        silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap()
-    });
-    let silt_lake::remote::LakeRoot::Remote(remote) = &lake else {
-        panic!("not remote")
-    };
+    let remote = &remote_lake(&env, &s3);
     let args = [
         "import",
         "zeek",
@@ -545,12 +557,7 @@ fn compaction_retention_and_vacuum_work_in_the_bucket() {
             ],
         ));
     }
-    let lake = with_env(&env, || {
-        silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap()
-    });
-    let silt_lake::remote::LakeRoot::Remote(remote) = &lake else {
-        panic!("not remote")
-    };
+    let remote = &remote_lake(&env, &s3);
     let sql = "SELECT count(*) AS n, sum(orig_bytes) AS b, count(DISTINCT uid) AS u FROM zeek.conn";
     let query = || {
         stdout(ok(&run(
@@ -789,12 +796,7 @@ fn delta_tables_in_the_bucket() {
         }
         ok(&run(&env, &args));
     }
-    let lake = with_env(&env, || {
-        silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap()
-    });
-    let silt_lake::remote::LakeRoot::Remote(remote) = &lake else {
-        panic!("not remote")
-    };
+    let remote = &remote_lake(&env, &s3);
     let sql = "SELECT count(*) AS n, count(DISTINCT uid) AS u, sum(orig_bytes) AS b FROM zeek.conn";
     let query = || -> (u64, u64, u64) {
         let out = query_csv(&env, &s3, sql);
@@ -928,11 +930,7 @@ fn serve_writes_the_bucket_and_a_killed_server_loses_nothing() {
     let s3 = format!("s3://{bucket}/l");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(20)))
-        .build()
-        .into();
+    let agent = agent();
     let post = |addr: &str, body: String| {
         let mut r = agent
             .post(&format!("{addr}/v1/ingest/app.events"))
@@ -1023,12 +1021,7 @@ fn serve_writes_the_bucket_and_a_killed_server_loses_nothing() {
     wait_counts(&addr, "1000,1000");
     common::terminate(&mut child);
     assert!(in_bucket().contains("1000,1000"), "{}", in_bucket());
-    let remote = with_env(&env, || {
-        match silt_lake::remote::LakeRoot::open(lake).unwrap() {
-            silt_lake::remote::LakeRoot::Remote(r) => r,
-            _ => panic!("not remote"),
-        }
-    });
+    let remote = remote_lake(&env, &s3);
     let files = remote
         .list("app.events")
         .unwrap()
@@ -1236,11 +1229,7 @@ fn serve_commits_flushes_to_a_delta_log_in_the_bucket() {
     let s3 = format!("s3://{bucket}/l");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(20)))
-        .build()
-        .into();
+    let agent = agent();
     let (mut child, addr) = common::serve_in(
         &env,
         Path::new(&s3),
@@ -1285,12 +1274,7 @@ fn serve_commits_flushes_to_a_delta_log_in_the_bucket() {
         std::thread::sleep(Duration::from_millis(100));
     }
     common::terminate(&mut child);
-    let remote = with_env(&env, || {
-        match silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap() {
-            silt_lake::remote::LakeRoot::Remote(r) => r,
-            _ => panic!("not remote"),
-        }
-    });
+    let remote = remote_lake(&env, &s3);
     let log = bucket_log(&remote, "app.events");
     assert_eq!(log.num_records().unwrap(), Some(600));
     assert!(
@@ -1341,12 +1325,7 @@ fn concurrent_importers_commit_to_one_delta_log_in_the_bucket() {
     for c in children {
         ok(&c.wait_with_output().unwrap());
     }
-    let remote = with_env(&env, || {
-        match silt_lake::remote::LakeRoot::open(Path::new(&s3)).unwrap() {
-            silt_lake::remote::LakeRoot::Remote(r) => r,
-            _ => panic!("not remote"),
-        }
-    });
+    let remote = remote_lake(&env, &s3);
     let log = bucket_log(&remote, "app.race");
     assert_eq!(log.num_records().unwrap(), Some(800));
     let q = query_csv(
