@@ -3,7 +3,7 @@
 //! Delta table: the files a commit names, and no others, are the table.
 //!
 //! **Where.** A table directory, or a table in an object store ([`TableLocation::Store`]: the
-//! caller's own store, committed to with put-if-absent; see [`register_s3_log_store`] for why
+//! caller's own store, committed to with put-if-absent; see `register_s3_log_store` for why
 //! deltalake's S3 feature is not used).
 //!
 //! **What it touches.** Only `<table_dir>/_delta_log/` (commit JSON files, and the Parquet
