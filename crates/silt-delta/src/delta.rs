@@ -540,7 +540,8 @@ pub enum TableLocation {
     /// A table in an object store: the store, rooted at the bucket (`/` is the bucket's root,
     /// as `object_store`'s S3 store is), and the table's URL (`s3://bucket/prefix/zeek.conn`).
     /// Commits are written with a put-if-absent (`If-None-Match: *` on S3), so the store must
-    /// support it (S3 since 2024, MinIO, and `object_store`'s local and in-memory stores do).
+    /// support it (MinIO and `object_store`'s in-memory store do, as tested; AWS documents it
+    /// for S3).
     Store {
         store: Arc<dyn ObjectStore>,
         url: Url,

@@ -176,8 +176,13 @@ pub fn import_into(
         .context("cannot create a staging directory for the upload (set TMPDIR to a disk with room for one file per table and partition being written)")?;
     let pulled = record::pull_records(remote, staging.path())?;
     let format = cfg.table_format;
-    let writer = LakeWriter::new(staging.path(), cfg)?
-        .with_delta_tables(silt_lake::delta::remote_delta_tables(remote)?);
+    // Under `--table-format delta` every table is written as a Delta table's; otherwise only
+    // those that have a log already (one listing request per table).
+    let delta_tables = match format {
+        silt_lake::TableFormat::Delta => Vec::new(),
+        silt_lake::TableFormat::Hive => silt_lake::delta::remote_delta_tables(remote)?,
+    };
+    let writer = LakeWriter::new(staging.path(), cfg)?.with_delta_tables(delta_tables);
     let log = RemoteImportLog::new(remote.clone()).with_table_format(format);
     let recovered = log.recover()?;
     let replacements =
