@@ -294,7 +294,9 @@ impl Files for LocalFiles {
             ReplacingPublisher::new(&self.root, &g.table.to_string(), inputs, expected_rows)?;
         let written = publisher.written.clone();
         let out = g.dir.join(layout::unique_file_name(g.store.extension()));
-        let w = SingleFileWriter::new(&out, cfg, &self.root)?.with_publisher(Box::new(publisher));
+        let w = SingleFileWriter::new(&out, cfg, &self.root)?
+            .with_publisher(Box::new(publisher))
+            .with_schema_tag();
         Ok((w, written))
     }
 

@@ -99,6 +99,36 @@ pub fn unique_file_name(extension: &str) -> String {
     format!("{now}-{}.{extension}", uuid::Uuid::new_v4().simple())
 }
 
+/// A new, unique name for a data file written with the schema whose [`crate::schema_tag`] is
+/// `tag`: [`unique_file_name`] with `-s<tag>` (16 hex digits) before the extension.
+pub fn data_file_name(extension: &str, tag: u64) -> String {
+    tagged(&unique_file_name(extension), tag)
+}
+
+/// `path` renamed for a file written with `schema` in format `store`: `-s<tag>` before its
+/// extension, as [`data_file_name`] names it (unless its name has a tag already).
+pub fn with_schema_tag(
+    path: &Path,
+    schema: &arrow::datatypes::Schema,
+    store: StoreKind,
+) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if crate::schema_tag::of_file_name(&name).is_some() {
+        return path.to_path_buf();
+    }
+    path.with_file_name(tagged(&name, crate::schema_tag::tag(schema, store)))
+}
+
+fn tagged(name: &str, tag: u64) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => format!("{stem}-s{tag:016x}.{ext}"),
+        None => format!("{name}-s{tag:016x}"),
+    }
+}
+
 /// The hidden temporary name under which `final_path` is written.
 pub fn temp_path(final_path: &Path) -> PathBuf {
     let name = final_path

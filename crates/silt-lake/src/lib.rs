@@ -53,6 +53,7 @@ pub mod rejects;
 pub mod remote;
 pub mod replace;
 pub mod retain;
+pub mod schema_tag;
 pub mod single;
 pub mod store;
 pub mod summary;

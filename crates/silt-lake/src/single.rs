@@ -139,6 +139,8 @@ pub struct SingleFileWriter {
     summary: SingleSummary,
     /// Makes the output visible (an atomic rename by default).
     publisher: Box<dyn Publisher>,
+    /// Whether the output's name gets its schema's tag ([`Self::with_schema_tag`]).
+    schema_tag: bool,
 }
 
 impl SingleFileWriter {
@@ -167,7 +169,25 @@ impl SingleFileWriter {
             rejects: RejectWriter::new(rejects_root),
             summary: SingleSummary::default(),
             publisher: Box::new(DirectoryPublisher),
+            schema_tag: false,
         })
+    }
+
+    /// Names the output as a lake's data file: the path given with the tag of the schema it is
+    /// written with before its extension ([`crate::layout::with_schema_tag`]); a file in a
+    /// lake (compaction's outputs) carries it, a file the user named (`silt convert`) does not.
+    pub fn with_schema_tag(mut self) -> Self {
+        self.schema_tag = true;
+        self
+    }
+
+    /// Where the output written with `schema` appears.
+    fn output_path(&self, schema: &SchemaRef) -> PathBuf {
+        if self.schema_tag {
+            crate::layout::with_schema_tag(&self.path, schema, self.cfg.store)
+        } else {
+            self.path.clone()
+        }
     }
 
     /// Publishes the output through `p` instead of a plain atomic rename (compaction records
@@ -503,7 +523,7 @@ impl SingleFileWriter {
             let w = main.sink.finish()?;
             let file = PendingFile {
                 table,
-                final_path: self.path.clone(),
+                final_path: self.output_path(&main.schema),
                 temp_path: main.path,
             };
             self.summary.rows = main.rows;
@@ -512,7 +532,7 @@ impl SingleFileWriter {
         self.close_main()?;
         self.spill_late()?;
         self.summary.runs = self.runs.len();
-        let (path, cfg) = (self.path.clone(), self.cfg.clone());
+        let (path, cfg) = (self.output_path(&schema), self.cfg.clone());
         let mut out = Output::new(&path, table, &cfg, &schema, self.keys().to_vec());
         out.expected_rows = self.rows_in;
         self.merge(&schema, &mut out)?;

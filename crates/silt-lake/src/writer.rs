@@ -537,7 +537,12 @@ impl LakeWriter {
                 }
                 None => {
                     let dir = t.dir.join(key.relative_dir(t.partitioning));
-                    let final_path = dir.join(layout::unique_file_name(cfg.store.extension()));
+                    // The name carries the schema's tag (`crate::schema_tag`).
+                    let name = layout::data_file_name(
+                        cfg.store.extension(),
+                        crate::schema_tag::tag(&schema, cfg.store),
+                    );
+                    let final_path = dir.join(name);
                     let (file, out) = PendingFile::create(t.name.clone(), final_path)?;
                     let mut sink = if whole {
                         store::open_whole(cfg, &schema, &t.sort_keys, &part, out)?

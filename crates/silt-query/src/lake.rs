@@ -22,6 +22,13 @@
 //! ([`silt_lake::remote::footers`]: lake files are immutable, so a footer is read from the store
 //! once per machine); see [`LakeIndex::scan_remote`].
 //!
+//! A query opens a remote lake with its footers **deferred** ([`LakeIndex::open_for_query`]):
+//! silt's data files are named with a tag of the schema they were written with
+//! ([`silt_lake::schema_tag`]), so a table's columns are known from one footer per tag; the
+//! other files' footers (unless the footer cache has them) are read by the scan, only for the
+//! files its time and partition filters keep ([`TableIndex::read_deferred`]). A first query over
+//! the last hour of a year of data reads a handful of footers, not thousands.
+//!
 //! This module only reads files under the lake directory (or prefix).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,6 +96,11 @@ pub struct DataFile {
     /// of them per lake): handed to DataFusion's metadata cache so that a scan does not read it
     /// from the store a second time.
     pub footer: Option<Arc<ParquetMetaData>>,
+    /// The footer is not read yet ([`LakeIndex::open_for_query`]): `schema` is that of the file
+    /// read for the same schema tag, `row_groups` is 0, `bounds` is `None` and `time` comes from
+    /// the directories alone. A scan that keeps the file reads it first
+    /// ([`TableIndex::read_deferred`]).
+    pub deferred: bool,
 }
 
 /// What a Parquet file's footer says about its flat columns, over all its row groups: a query
@@ -129,6 +141,9 @@ pub struct TableIndex {
     /// Whether every Parquet file's columns may take predicates inside the Parquet decoder
     /// against [`Self::file_schema`] ([`crate::adapter::pushdown_safe`]).
     pub pushdown_safe: bool,
+    /// Where the footers of [`DataFile::deferred`] files are read from (an object-store lake
+    /// opened for a query).
+    pub footers: Option<Arc<FooterCache>>,
 }
 
 impl TableIndex {
@@ -146,6 +161,7 @@ impl TableIndex {
             remote: None,
             has_month: month,
             pushdown_safe: true,
+            footers: None,
         }
     }
 
@@ -199,6 +215,31 @@ impl LakeIndex {
         }
     }
 
+    /// [`LakeIndex::open_tables`] for one query: in an object-store lake, footers are deferred
+    /// (see the module documentation), read through the footer cache `SILT_FOOTER_CACHE` names.
+    pub fn open_for_query(
+        root: &LakeRoot,
+        only: Option<&BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
+        match root {
+            LakeRoot::Dir(d) => Self::scan_tables(d, only),
+            LakeRoot::Remote(r) => {
+                Self::scan_remote_deferred(r.clone(), Arc::new(FooterCache::from_env()), only)
+            }
+        }
+    }
+
+    /// [`LakeIndex::scan_remote_tables`] with deferred footers (see the module documentation):
+    /// a table's files are read for their schema one per schema tag, the rest when a scan keeps
+    /// them, through `footers` (also when the cache has them now).
+    pub fn scan_remote_deferred(
+        lake: Arc<RemoteLake>,
+        footers: Arc<FooterCache>,
+        only: Option<&BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
+        Self::scan_remote_impl(lake, &footers, Some(&footers), only)
+    }
+
     /// Lists an object-store lake (one recursive listing) and reads every data file's footer
     /// with range requests, through the footer cache `SILT_FOOTER_CACHE` names
     /// ([`FooterCache::from_env`]); the same listing rules as a local lake (files a compaction
@@ -217,6 +258,17 @@ impl LakeIndex {
     pub fn scan_remote_tables(
         lake: Arc<RemoteLake>,
         footers: &FooterCache,
+        only: Option<&BTreeSet<TableName>>,
+    ) -> anyhow::Result<Self> {
+        Self::scan_remote_impl(lake, footers, None, only)
+    }
+
+    /// The scan of an object-store lake, footers deferred when `deferred` gives the cache to
+    /// read them through later.
+    fn scan_remote_impl(
+        lake: Arc<RemoteLake>,
+        footers: &FooterCache,
+        deferred: Option<&Arc<FooterCache>>,
         only: Option<&BTreeSet<TableName>>,
     ) -> anyhow::Result<Self> {
         let root = lake.root_path();
@@ -272,9 +324,12 @@ impl LakeIndex {
         for (table, mut listed) in by_table {
             listed.sort_by(|a, b| a.0.cmp(&b.0));
             let dir = root.join(table.to_string());
-            let infos = parallel(&listed, REMOTE_READERS, 2, |l| {
-                read_remote_info(&lake, footers, &dir, l)
-            });
+            let infos = match deferred {
+                None => parallel(&listed, REMOTE_READERS, 2, |l| {
+                    read_remote_info(&lake, footers, &dir, l)
+                }),
+                Some(_) => read_deferring(&lake, footers, &dir, &listed),
+            };
             let mut files = Vec::with_capacity(listed.len());
             for ((path, ..), info) in listed.iter().zip(infos) {
                 match info {
@@ -295,6 +350,7 @@ impl LakeIndex {
                     }
                 }
                 t.remote = Some(lake.clone());
+                t.footers = deferred.cloned();
                 index.tables.insert(table, Arc::new(t));
             }
         }
@@ -471,6 +527,7 @@ impl LakeIndex {
                 TableIndex::without_data(name.clone(), &t.dir, &t.file_schema, t.has_month)
             });
             kept.remote = t.remote.clone();
+            kept.footers = t.footers.clone();
             out.tables.insert(name.clone(), Arc::new(kept));
         }
         out
@@ -495,6 +552,7 @@ fn assemble_table(name: TableName, dir: &Path, files: Vec<DataFile>) -> Option<T
         remote: None,
         has_month: false,
         pushdown_safe: true,
+        footers: None,
     };
     t.time_column = time_column_of(&t.file_schema);
     t.add_files(files);
@@ -515,6 +573,7 @@ fn extend_table(t: &TableIndex, new: Vec<DataFile>) -> Option<TableIndex> {
         files.sort_by(|a, b| a.path.cmp(&b.path));
         return assemble_table(t.name.clone(), &t.dir, files).map(|mut a| {
             a.remote = t.remote.clone();
+            a.footers = t.footers.clone();
             a
         });
     }
@@ -532,6 +591,7 @@ fn extend_table(t: &TableIndex, new: Vec<DataFile>) -> Option<TableIndex> {
         remote: t.remote.clone(),
         has_month: t.has_month,
         pushdown_safe: t.pushdown_safe,
+        footers: t.footers.clone(),
     };
     if schema != *t.file_schema {
         out.file_schema = Arc::new(schema);
@@ -553,16 +613,7 @@ impl TableIndex {
     fn add_files(&mut self, files: Vec<DataFile>) {
         let fs = self.file_schema.clone();
         for mut f in files {
-            // Footer statistics of the time column are tighter than directory bounds (and the
-            // only bounds in the `none` layout); a file without the time column has only null
-            // times.
-            if let Some(tc) = &self.time_column {
-                if f.schema.field_with_name(tc).is_err() {
-                    f.time = TimeBounds::AllNull;
-                } else if let Some(b) = f.footer_time(tc) {
-                    f.time = b;
-                }
-            }
+            self.tighten_time(&mut f);
             // Files of one table mostly have one schema: share it rather than keep a copy per
             // file (a server's index holds thousands of files between compactions).
             if let Some(last) = self.files.last() {
@@ -573,6 +624,20 @@ impl TableIndex {
             self.has_month |= f.month.is_some();
             self.pushdown_safe &= f.pushdown_safe(&fs);
             self.files.push(f);
+        }
+    }
+}
+
+impl TableIndex {
+    /// Footer statistics of the time column are tighter than directory bounds (and the only
+    /// bounds in the `none` layout); a file without the time column has only null times.
+    fn tighten_time(&self, f: &mut DataFile) {
+        if let Some(tc) = &self.time_column {
+            if f.schema.field_with_name(tc).is_err() {
+                f.time = TimeBounds::AllNull;
+            } else if let Some(b) = f.footer_time(tc) {
+                f.time = b;
+            }
         }
     }
 }
@@ -660,16 +725,163 @@ fn read_remote_info(
     (p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime),
 ) -> anyhow::Result<DataFile> {
     let key = lake.key_of(p)?;
-    let mut footer = None;
-    let parquet = || {
+    if *f == FileFormat::Parquet {
         let md = footers.footer(lake, &key, *size, *modified)?;
-        footer = Some(md.clone());
-        Ok(ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new())?)
-    };
+        return info_from_footer(dir, p, *size, *modified, md);
+    }
     let feather = || Ok(RemoteFile::new(lake.clone(), key.clone(), *size).reader());
-    let mut info = read_info_from(dir, p, *f, *size, *modified, parquet, feather)?;
-    info.footer = footer;
+    let parquet = || unreachable!("a Feather file");
+    read_info_from(dir, p, *f, *size, *modified, parquet, feather)
+}
+
+/// A Parquet file's entry from its footer `md` (kept in [`DataFile::footer`]).
+fn info_from_footer(
+    dir: &Path,
+    p: &Path,
+    size: u64,
+    modified: SystemTime,
+    md: Arc<ParquetMetaData>,
+) -> anyhow::Result<DataFile> {
+    let parquet = || {
+        Ok(ArrowReaderMetadata::try_new(
+            md.clone(),
+            ArrowReaderOptions::new(),
+        )?)
+    };
+    let feather = || -> anyhow::Result<File> { unreachable!("a Parquet file") };
+    let mut info = read_info_from(
+        dir,
+        p,
+        FileFormat::Parquet,
+        size,
+        modified,
+        parquet,
+        feather,
+    )?;
+    info.footer = Some(md);
     Ok(info)
+}
+
+/// The entries of a table's `listed` files with footers deferred (see the module documentation):
+/// read now are the Parquet files without a schema tag in their name, the first file of each
+/// tag, and files whose footer `footers` holds already; the others are [`DataFile::deferred`],
+/// with the schema of the file read for their tag (or read now too when that one failed).
+fn read_deferring(
+    lake: &Arc<RemoteLake>,
+    footers: &FooterCache,
+    dir: &Path,
+    listed: &[(PathBuf, FileFormat, u64, SystemTime)],
+) -> Vec<anyhow::Result<DataFile>> {
+    let tags: Vec<Option<u64>> = listed
+        .iter()
+        .map(|(p, f, ..)| {
+            let name = p.file_name()?.to_str()?;
+            (*f == FileFormat::Parquet)
+                .then(|| silt_lake::schema_tag::of_file_name(name))
+                .flatten()
+        })
+        .collect();
+    let mut first_of: std::collections::HashMap<u64, usize> = Default::default();
+    let now: Vec<usize> = (0..listed.len())
+        .filter(|&i| match tags[i] {
+            None => true,
+            Some(t) => *first_of.entry(t).or_insert(i) == i,
+        })
+        .collect();
+    let mut out: Vec<Option<anyhow::Result<DataFile>>> = (0..listed.len()).map(|_| None).collect();
+    let read = parallel(&now, REMOTE_READERS, 2, |&i| {
+        read_remote_info(lake, footers, dir, &listed[i])
+    });
+    for (i, r) in now.into_iter().zip(read) {
+        out[i] = Some(r);
+    }
+    let rest: Vec<usize> = (0..listed.len()).filter(|&i| out[i].is_none()).collect();
+    let schema_of = |i: usize| -> Option<SchemaRef> {
+        let first = first_of[&tags[i]?];
+        out[first].as_ref()?.as_ref().ok().map(|f| f.schema.clone())
+    };
+    let later = parallel(&rest, REMOTE_READERS, 64, |&i| {
+        let l @ (p, _, size, modified) = &listed[i];
+        // A tag whose first file could not be read: its files are read one by one.
+        let Some(schema) = schema_of(i) else {
+            return read_remote_info(lake, footers, dir, l);
+        };
+        match footers.cached(lake, &lake.key_of(p)?, *size, *modified) {
+            Some(md) => info_from_footer(dir, p, *size, *modified, md),
+            None => Ok(deferred_info(dir, l, schema)),
+        }
+    });
+    for (i, r) in rest.into_iter().zip(later) {
+        out[i] = Some(r);
+    }
+    out.into_iter()
+        .map(|r| r.expect("every file has an entry"))
+        .collect()
+}
+
+/// A Parquet file's entry with its footer not read yet ([`DataFile::deferred`]).
+fn deferred_info(
+    dir: &Path,
+    (p, f, size, modified): &(PathBuf, FileFormat, u64, SystemTime),
+    schema: SchemaRef,
+) -> DataFile {
+    let mut d = located(dir, p, *f, *size, *modified, schema, 0, None);
+    d.deferred = true;
+    d
+}
+
+impl TableIndex {
+    /// `files` (of this table) with the footers of the [`DataFile::deferred`] ones read, through
+    /// [`Self::footers`], up to 16 at a time: each then has its row groups, column bounds and
+    /// tighter time bounds, and its footer for DataFusion's metadata cache. A footer whose
+    /// schema this table's columns do not cover (a file renamed by hand with another file's
+    /// schema tag) is an error that says so, rather than a column silently left out.
+    pub fn read_deferred<'a>(
+        &self,
+        files: Vec<std::borrow::Cow<'a, DataFile>>,
+    ) -> anyhow::Result<Vec<std::borrow::Cow<'a, DataFile>>> {
+        use std::borrow::Cow;
+        let (Some(lake), Some(footers)) = (&self.remote, &self.footers) else {
+            return Ok(files);
+        };
+        let at: Vec<usize> = (0..files.len()).filter(|&i| files[i].deferred).collect();
+        let read = parallel(&at, REMOTE_READERS, 2, |&i| {
+            let f = &files[i];
+            read_remote_info(
+                lake,
+                footers,
+                &self.dir,
+                &(f.path.clone(), f.format, f.size, f.modified),
+            )
+        });
+        let mut files = files;
+        for (i, r) in at.into_iter().zip(read) {
+            let was = &files[i];
+            let mut f = r.with_context(|| {
+                format!(
+                    "cannot read the footer of {} (listed when the query started)",
+                    was.path.display()
+                )
+            })?;
+            if f.schema.fields() != was.schema.fields() && !self.covers(&f.schema) {
+                anyhow::bail!(
+                    "{} has columns its table's other files with the schema tag in its name do \
+                     not have; a data file must not be renamed (rename it back, or without the \
+                     `-s<tag>` part so that every query reads its footer)",
+                    f.path.display()
+                );
+            }
+            self.tighten_time(&mut f);
+            files[i] = Cow::Owned(f);
+        }
+        Ok(files)
+    }
+
+    /// Whether a file of `schema` reads as this table's columns: unifying it changes nothing.
+    fn covers(&self, schema: &Schema) -> bool {
+        let u = nullable_schema(&silt_core::schema::unify_schemas(&self.file_schema, schema));
+        u.fields() == self.file_schema.fields()
+    }
 }
 
 /// `one` over `items` (in order), on up to `threads` threads when there are at least `min`.
@@ -744,8 +956,6 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
     parquet: impl FnOnce() -> anyhow::Result<ArrowReaderMetadata>,
     feather: impl FnOnce() -> anyhow::Result<R>,
 ) -> anyhow::Result<DataFile> {
-    let part = silt_lake::layout::partition_of(table_dir, path);
-    let (dt, hour, default) = (part.dt, part.hour, part.null);
     let (schema, row_groups, bounds) = match format {
         FileFormat::Parquet => {
             let meta = parquet()?;
@@ -760,6 +970,26 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
             (reader.schema(), reader.num_batches(), None)
         }
     };
+    Ok(located(
+        table_dir, path, format, size, modified, schema, row_groups, bounds,
+    ))
+}
+
+/// A data file's entry from what its footer says (`schema`, `row_groups`, `bounds`) and what its
+/// path says (partition values, time bounds of its directories).
+#[allow(clippy::too_many_arguments)]
+fn located(
+    table_dir: &Path,
+    path: &Path,
+    format: FileFormat,
+    size: u64,
+    modified: SystemTime,
+    schema: SchemaRef,
+    row_groups: usize,
+    bounds: Option<Arc<FileBounds>>,
+) -> DataFile {
+    let part = silt_lake::layout::partition_of(table_dir, path);
+    let (dt, hour, default) = (part.dt, part.hour, part.null);
     let time = if default {
         TimeBounds::AllNull
     } else {
@@ -790,7 +1020,7 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
             },
         }
     };
-    Ok(DataFile {
+    DataFile {
         path: path.to_path_buf(),
         format,
         size,
@@ -803,7 +1033,8 @@ fn read_info_from<R: std::io::Read + std::io::Seek>(
         time,
         bounds,
         footer: None,
-    })
+        deferred: false,
+    }
 }
 
 /// The [`FileBounds`] of a Parquet file from its footer's row-group statistics.

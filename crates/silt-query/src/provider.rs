@@ -33,6 +33,7 @@
 //! been flushed yet. Each scan notes what it selected in the query's [`crate::stats::ScanLog`].
 //! Reads only the table's files.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -179,6 +180,7 @@ impl SiltTable {
                 remote: None,
                 has_month: false,
                 pushdown_safe: true,
+                footers: None,
             })
         });
         let mut t = Self::with_schema(index, schema);
@@ -229,23 +231,23 @@ impl SiltTable {
             .collect()
     }
 
-    /// The files a scan with `filters` must read.
-    fn select_files(&self, state: &dyn Session, filters: &[Expr]) -> Result<Vec<&DataFile>> {
+    /// The files a scan with `filters` must read, and the footers it read for them.
+    fn select_files(&self, state: &dyn Session, filters: &[Expr]) -> Result<Selection<'_>> {
         let files = &self.index.files;
         let mut keep = vec![true; files.len()];
-        if let Some(range) = self
+        let range = self
             .index
             .time_column
             .as_deref()
-            .and_then(|tc| time_range(filters, tc))
-        {
-            for (k, f) in keep.iter_mut().zip(files) {
-                *k = match f.time {
-                    TimeBounds::Unknown => !range.is_empty(),
-                    TimeBounds::AllNull => false,
-                    TimeBounds::Range { lo, hi } => range.overlaps(lo, hi),
-                };
-            }
+            .and_then(|tc| time_range(filters, tc));
+        let in_range = |f: &DataFile| match (range, f.time) {
+            (None, _) => true,
+            (Some(r), TimeBounds::Unknown) => !r.is_empty(),
+            (Some(_), TimeBounds::AllNull) => false,
+            (Some(r), TimeBounds::Range { lo, hi }) => r.overlaps(lo, hi),
+        };
+        for (k, f) in keep.iter_mut().zip(files) {
+            *k = in_range(f);
         }
         let names: Vec<&str> = self.part_fields.iter().map(|f| f.name().as_str()).collect();
         let part_filters: Vec<Expr> = filters
@@ -264,22 +266,56 @@ impl SiltTable {
                 }
             }
         }
-        if let Some(pred) = conjunction(filters.to_vec()) {
-            // An optimization as well: a predicate the pruner cannot use prunes nothing.
-            let _ = self.prune_by_bounds(state, pred, &mut keep);
-        }
-        Ok(files
+        let mut selected: Vec<Cow<'_, DataFile>> = files
             .iter()
             .zip(keep)
-            .filter_map(|(f, k)| k.then_some(f))
-            .collect())
+            .filter_map(|(f, k)| k.then_some(Cow::Borrowed(f)))
+            .collect();
+        // Footers deferred when the lake was opened (crate::lake): read now, for the files the
+        // filters above kept only; their statistics may narrow the time bounds further.
+        let deferred = selected.iter().filter(|f| f.deferred).count();
+        let mut read = (0, 0);
+        if deferred > 0 {
+            selected = self
+                .index
+                .read_deferred(selected)
+                .map_err(|e| DataFusionError::External(e.into()))?;
+            let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+            for f in &selected {
+                if let (Cow::Owned(f), Some(md)) = (f, &f.footer) {
+                    read.0 += 1;
+                    read.1 += f.row_groups as u64;
+                    seed_footer(cache.as_ref(), self.index.remote.as_deref(), f, md)?;
+                }
+            }
+            selected.retain(|f| in_range(f));
+        }
+        if let Some(pred) = conjunction(filters.to_vec()) {
+            // An optimization as well: a predicate the pruner cannot use prunes nothing.
+            let refs: Vec<&DataFile> = selected.iter().map(|f| f.as_ref()).collect();
+            if let Ok(keep) = self.prune_by_bounds(state, pred, &refs) {
+                let mut keep = keep.into_iter();
+                selected.retain(|_| keep.next().unwrap_or(true));
+            }
+        }
+        Ok(Selection {
+            files: selected,
+            footers_read: read.0,
+            row_groups_read: read.1,
+        })
     }
 
     /// Takes out of `keep` the files whose [`FileBounds`] (their footers' min/max and null
     /// counts) show that no row can satisfy `pred`, with DataFusion's own pruning logic (the
     /// one that skips row groups inside a file): a needle query over thousands of small files
     /// opens only those that may hold it.
-    fn prune_by_bounds(&self, state: &dyn Session, pred: Expr, keep: &mut [bool]) -> Result<()> {
+    /// Which of `files` may hold a row matching `pred`.
+    fn prune_by_bounds(
+        &self,
+        state: &dyn Session,
+        pred: Expr,
+        files: &[&DataFile],
+    ) -> Result<Vec<bool>> {
         let df_schema = DFSchema::try_from(self.schema.clone())?;
         let expr = state.create_physical_expr(pred, &df_schema)?;
         let Some(pruning) = PruningPredicateBuilder::new()
@@ -287,18 +323,14 @@ impl SiltTable {
             .with_max_in_list_size(state.config_options().execution.parquet.max_in_list_size)
             .build(expr)
         else {
-            return Ok(()); // nothing to prune with
+            return Ok(vec![true; files.len()]); // nothing to prune with
         };
-        let at: Vec<usize> = (0..keep.len()).filter(|&i| keep[i]).collect();
         let stats = Bounds {
-            files: at.iter().map(|&i| &self.index.files[i]).collect(),
+            files: files.to_vec(),
             schema: &self.schema,
             partition: &self.part_fields,
         };
-        for (i, may) in at.into_iter().zip(pruning.prune(&stats)?) {
-            keep[i] &= may;
-        }
-        Ok(())
+        pruning.prune(&stats)
     }
 
     /// Evaluates `pred` (using only partition columns) once over a batch of every file's
@@ -424,6 +456,34 @@ impl SiltTable {
     }
 }
 
+/// What [`SiltTable::select_files`] chose.
+struct Selection<'a> {
+    /// The files to read: the index's, or read again where their footers had been deferred.
+    files: Vec<Cow<'a, DataFile>>,
+    /// Deferred footers read for this scan, and the row groups they hold.
+    footers_read: u64,
+    row_groups_read: u64,
+}
+
+/// Puts the footer `md` of `f` into DataFusion's metadata cache, keyed as a scan asks for it
+/// ([`object_meta`]), so that the scan does not read it from the store again.
+pub(crate) fn seed_footer(
+    cache: &datafusion::execution::cache::cache_manager::FileMetadataCache,
+    remote: Option<&RemoteLake>,
+    f: &DataFile,
+    md: &Arc<datafusion::parquet::file::metadata::ParquetMetaData>,
+) -> Result<()> {
+    use datafusion::datasource::physical_plan::parquet::metadata::CachedParquetMetaData;
+    use datafusion::execution::cache::cache_manager::CachedFileMetadataEntry;
+    let meta = object_meta(remote, f)?;
+    let entry = CachedFileMetadataEntry::new(
+        meta.clone(),
+        Arc::new(CachedParquetMetaData::new(md.clone())),
+    );
+    cache.put(&meta.location, entry);
+    Ok(())
+}
+
 /// The [`FileBounds`] of some files, as DataFusion's pruning reads them: one "container" per
 /// file. A column is known in a file when the file has bounds for it and stores it as the
 /// table's type (a file whose column has another type is read through an adaptation, so its
@@ -534,9 +594,14 @@ impl TableProvider for SiltTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let projected = project_schema(&self.schema, projection)?;
-        let files = self.select_files(state, filters)?;
+        let selection = self.select_files(state, filters)?;
+        let files: Vec<&DataFile> = selection.files.iter().map(|f| f.as_ref()).collect();
         if let Some(log) = state.config().get_extension::<ScanLog>() {
-            log.push(ScanNote::new(&self.index, &files));
+            let mut note = ScanNote::new(&self.index, &files);
+            note.row_groups_total += selection.row_groups_read;
+            note.footers_unread = self.index.files.iter().filter(|f| f.deferred).count() as u64
+                - selection.footers_read;
+            log.push(note);
         }
         let (parquet, feather): (Vec<&DataFile>, Vec<&DataFile>) =
             files.iter().partition(|f| f.format == FileFormat::Parquet);

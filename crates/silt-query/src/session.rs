@@ -179,18 +179,11 @@ impl QueryResult {
 /// keyed as the scan will ask for them ([`crate::provider::object_meta`]), so that a query reads
 /// each footer from the store at most once (none when the footer cache had it).
 fn seed_footers(ctx: &SessionContext, index: &LakeIndex) -> anyhow::Result<()> {
-    use datafusion::datasource::physical_plan::parquet::metadata::CachedParquetMetaData;
-    use datafusion::execution::cache::cache_manager::CachedFileMetadataEntry;
     let cache = ctx.runtime_env().cache_manager.get_file_metadata_cache();
     for t in index.tables.values() {
         for f in &t.files {
             let Some(md) = &f.footer else { continue };
-            let meta = crate::provider::object_meta(index.remote.as_deref(), f)?;
-            let entry = CachedFileMetadataEntry::new(
-                meta.clone(),
-                Arc::new(CachedParquetMetaData::new(md.clone())),
-            );
-            cache.put(&meta.location, entry);
+            crate::provider::seed_footer(cache.as_ref(), index.remote.as_deref(), f, md)?;
         }
     }
     Ok(())
@@ -266,9 +259,10 @@ impl SiltSession {
         only: Option<BTreeSet<TableName>>,
     ) -> anyhow::Result<Self> {
         let lake = lake.to_path_buf();
-        // Opening a store and reading footers is blocking I/O.
+        // Opening a store and reading footers is blocking I/O. Footers of an object-store
+        // lake are deferred to the scans (`crate::lake`).
         let index = tokio::task::spawn_blocking(move || {
-            LakeIndex::open_tables(&silt_lake::remote::LakeRoot::open(&lake)?, only.as_ref())
+            LakeIndex::open_for_query(&silt_lake::remote::LakeRoot::open(&lake)?, only.as_ref())
         })
         .await
         .context("lake scan panicked")??;
@@ -582,7 +576,8 @@ mod display_tests {
 mod tests {
     use super::*;
 
-    use arrow::array::{AsArray, Int64Array};
+    use crate::lake::DataFile;
+    use arrow::array::{ArrayRef, AsArray, Int64Array};
     use arrow::datatypes::{DataType, Field, Int64Type, Schema};
     use silt_lake::remote::footers::FooterCache;
     use silt_lake::remote::RemoteLake;
@@ -700,6 +695,115 @@ mod tests {
         let index = LakeIndex::scan_remote_with(lake, &FooterCache::new(None)).unwrap();
         assert_eq!(index.warnings.len(), 3, "{:?}", index.warnings);
         assert!(index.tables.is_empty());
+    }
+
+    /// Parquet bytes of one batch.
+    fn parquet_of(batch: &RecordBatch) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+        out
+    }
+
+    /// `bytes` with the footer overwritten by garbage of the same length.
+    fn spoil_footer(mut bytes: Vec<u8>) -> Vec<u8> {
+        let n = bytes.len();
+        let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        bytes[n - 8 - len..n - 8].fill(0xff);
+        bytes
+    }
+
+    /// Footers deferred: a table's schema comes from one file per schema tag, and a query reads
+    /// the footers of the files its filters keep only. Files of other days whose footers are
+    /// garbage do not matter to a query of the last two days; a query that needs them says which
+    /// file it could not read; a file whose footer does not match its tag is an error, not a
+    /// column dropped; footers read once come from the footer cache next time.
+    #[test]
+    fn a_query_reads_only_the_footers_of_the_files_its_filters_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = bucket_lake(dir.path());
+        let x = Field::new("x", DataType::Int64, false);
+        let y = Field::new("y", DataType::Int64, false);
+        let batch = |fields: Vec<Field>, v: i64| {
+            let cols: Vec<ArrayRef> = fields
+                .iter()
+                .map(|_| Arc::new(Int64Array::from(vec![v])) as ArrayRef)
+                .collect();
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+        };
+        const A: &str = "-s00000000000000aa.parquet";
+        for d in 1..=10 {
+            let rel = format!("t.a/dt=2024-01-{d:02}/f{d}{A}");
+            let bytes = parquet_of(&batch(vec![x.clone()], d));
+            // Days 2 to 8 cannot be read; day 1 is the first file of its tag.
+            let bytes = if (2..=8).contains(&d) {
+                spoil_footer(bytes)
+            } else {
+                bytes
+            };
+            lake.put(&rel, bytes).unwrap();
+        }
+        // Another tag, with one more column: read for the table's schema.
+        lake.put(
+            "t.a/dt=2024-01-10/g-s00000000000000bb.parquet",
+            parquet_of(&batch(vec![x.clone(), y.clone()], 100)),
+        )
+        .unwrap();
+        let cache_dir = tempfile::tempdir().unwrap();
+        let open = || {
+            let footers = Arc::new(FooterCache::new(Some(cache_dir.path().to_path_buf())));
+            let index = LakeIndex::scan_remote_deferred(lake.clone(), footers, None).unwrap();
+            assert!(index.warnings.is_empty(), "{:?}", index.warnings);
+            SiltSession::live(Arc::new(index), Default::default(), None, None).unwrap()
+        };
+        let session = open();
+        let files = &session.lake().tables[&TableName::parse("t.a").unwrap()].files;
+        let deferred = |files: &[DataFile]| files.iter().filter(|f| f.deferred).count();
+        assert_eq!(files.len(), 11);
+        assert_eq!(deferred(files), 9, "all but the first file of each tag");
+        let rt = runtime().unwrap();
+        let r = rt
+            .block_on(session.query(
+                "SELECT sum(x) AS x, sum(y) AS y, count(*) AS n FROM t.a \
+                 WHERE dt >= DATE '2024-01-09'",
+            ))
+            .unwrap();
+        let b = &r.batches[0];
+        let v = |i: usize| b.column(i).as_primitive::<Int64Type>().value(0);
+        assert_eq!((v(0), v(1), v(2)), (9 + 10 + 100, 100, 3));
+        assert_eq!(r.stats.footers_unread, 7, "days 2 to 8");
+        assert_eq!(r.stats.files_total, 11);
+
+        // A query that needs a spoiled day fails and names the file.
+        let e = rt
+            .block_on(session.query("SELECT count(*) FROM t.a"))
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("cannot read the footer of")
+                && format!("{e:#}").contains("f2-s"),
+            "{e:#}"
+        );
+
+        // Days 9 and 10 are in the footer cache now: read when the lake is opened.
+        let session = open();
+        let files = &session.lake().tables[&TableName::parse("t.a").unwrap()].files;
+        assert_eq!(deferred(files), 7);
+
+        // A file whose footer does not match its tag (it has a column no file read has).
+        lake.put(
+            &format!("t.a/dt=2024-01-11/h{A}"),
+            parquet_of(&batch(
+                vec![x.clone(), Field::new("z", DataType::Int64, false)],
+                7,
+            )),
+        )
+        .unwrap();
+        let session = open();
+        let e = rt
+            .block_on(session.query("SELECT count(*) FROM t.a WHERE dt = DATE '2024-01-11'"))
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("must not be renamed"), "{e:#}");
     }
 
     fn named(sql: &str) -> Option<Vec<String>> {

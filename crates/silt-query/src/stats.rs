@@ -15,7 +15,10 @@
 //! - bytes scanned: bytes DataFusion fetched from Parquet files (footers, indexes, pages), plus the
 //!   size of every selected Feather file; like Athena's `data_scanned_in_bytes`;
 //! - row groups pruned by statistics / bloom filter: from DataFusion's metrics; row groups
-//!   scanned: those that passed both.
+//!   scanned: those that passed both;
+//! - footers unread: files of an object-store lake pruned by time or partition before their
+//!   footers were read (`crate::lake`: deferred footers), whose row groups are therefore not
+//!   counted in the row-group totals.
 //!
 //! Touches nothing but plans and its own counters.
 
@@ -39,6 +42,9 @@ pub struct ScanNote {
     pub row_groups_selected: u64,
     pub feather_files_selected: u64,
     pub feather_bytes_selected: u64,
+    /// Files pruned before their footers were ever read (an object-store lake opened for one
+    /// query: `crate::lake`); their row groups are not in `row_groups_total`.
+    pub footers_unread: u64,
 }
 
 impl ScanNote {
@@ -60,6 +66,7 @@ impl ScanNote {
                 .sum(),
             feather_files_selected: feather.len() as u64,
             feather_bytes_selected: feather.iter().map(|f| f.size).sum(),
+            footers_unread: 0,
         }
     }
 }
@@ -100,6 +107,8 @@ pub struct ScanStats {
     pub page_index_rows_pruned: u64,
     pub bytes_total: u64,
     pub bytes_scanned: u64,
+    /// Files pruned before their footers were read (see [`ScanNote::footers_unread`]).
+    pub footers_unread: u64,
 }
 
 impl ScanStats {
@@ -117,6 +126,7 @@ impl ScanStats {
             s.row_groups_selected += n.row_groups_selected;
             s.files_scanned += n.feather_files_selected;
             s.bytes_scanned += n.feather_bytes_selected;
+            s.footers_unread += n.footers_unread;
         }
         let mut read_files = BTreeSet::new();
         visit(plan.as_ref(), &mut s, &mut read_files);
@@ -195,6 +205,13 @@ impl fmt::Display for ScanStats {
             self.row_groups_pruned_statistics,
             self.row_groups_pruned_bloom_filter,
         )?;
+        }
+        if self.footers_unread > 0 {
+            writeln!(
+                f,
+                "footers:     {} of the pruned files never read (their row groups are not counted above)",
+                self.footers_unread
+            )?;
         }
         if self.page_index_rows_pruned > 0 {
             writeln!(

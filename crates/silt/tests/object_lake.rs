@@ -240,6 +240,120 @@ fn import_query_tables_and_ddl_agree_with_a_local_lake() {
     assert_eq!(n(&s3), n(p(&local)));
 }
 
+/// A first query from a machine (no footer cache) reads the footers of the files its time
+/// filter keeps, plus one per schema tag for the table's columns, not one per file of the
+/// table: the files a writer names carry their schema's tag, and `--stats` says how many
+/// footers were never read. The answers are a local lake's; a compaction's output is tagged too.
+#[test]
+fn a_first_query_reads_only_the_footers_it_needs() {
+    let Some(env) = minio() else { return };
+    let Some(conn) = silt_testkit::corpus_path("zeek-tsv/vast/conn.log") else {
+        return;
+    };
+    let bucket = bucket("deferred");
+    let s3 = format!("s3://{bucket}/lake");
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("lake");
+    for lake in [s3.as_str(), p(&local)] {
+        ok(&run(
+            &env,
+            &[
+                "import",
+                "zeek",
+                p(&conn),
+                "--lake",
+                lake,
+                "--partition",
+                "hour",
+                "-q",
+            ],
+        ));
+    }
+    let remote = remote_lake(&env, &s3);
+    let table = silt_core::TableName::parse("zeek.conn").unwrap();
+    let files = remote.data_files(&table).unwrap();
+    assert!(files.len() >= 20, "one file per hour: {}", files.len());
+    let tag = |f: &silt_lake::layout::DataFile| {
+        let name = f.path.file_name().unwrap().to_str().unwrap().to_string();
+        silt_lake::schema_tag::of_file_name(&name)
+    };
+    assert!(
+        files.iter().all(|f| tag(f).is_some()),
+        "every file is tagged"
+    );
+    let tags: std::collections::BTreeSet<_> = files.iter().map(tag).collect();
+
+    // The last two hours of the log.
+    let window =
+        "SELECT count(*) AS n, sum(orig_bytes) AS b, count(DISTINCT uid) AS u FROM zeek.conn \
+                  WHERE ts >= (SELECT max(ts) FROM zeek.conn) - INTERVAL '90 minutes'";
+    let last = query_csv(&env, p(&local), "SELECT max(ts) FROM zeek.conn");
+    let last = last.lines().nth(1).unwrap().trim().to_string();
+    let window = window.replace(
+        "(SELECT max(ts) FROM zeek.conn)",
+        &format!("TIMESTAMP '{last}'"),
+    );
+    let footers = tempfile::tempdir().unwrap();
+    let mut cached_env = env.clone();
+    cached_env.push((
+        "SILT_FOOTER_CACHE".into(),
+        footers.path().display().to_string(),
+    ));
+    let o = ok(&run(
+        &cached_env,
+        &[
+            "query", "--lake", &s3, "--format", "csv", "--stats", &window,
+        ],
+    ))
+    .clone();
+    assert_eq!(stdout(&o), query_csv(&env, p(&local), &window));
+    let stats = String::from_utf8_lossy(&o.stderr).into_owned();
+    let read = std::fs::read_dir(footers.path()).unwrap().count();
+    assert!(
+        read <= tags.len() + 3,
+        "{read} footers read for a window of two or three hours of {} files: {stats}",
+        files.len()
+    );
+    let unread = format!("footers:     {} of the pruned files", files.len() - read);
+    assert!(stats.contains(&unread), "{unread:?} not in {stats}");
+
+    // Every answer over the whole table is still the local lake's, with or without the cache.
+    let all =
+        "SELECT count(*) AS n, sum(orig_bytes) AS b, min(ts) AS lo, max(ts) AS hi FROM zeek.conn";
+    let here = query_csv(&env, p(&local), all);
+    assert_eq!(query_csv(&env, &s3, all), here);
+    assert_eq!(query_csv(&cached_env, &s3, all), here);
+    assert_eq!(
+        std::fs::read_dir(footers.path()).unwrap().count(),
+        files.len()
+    );
+
+    // A compaction's output carries its schema's tag too: the input once more (two files an
+    // hour), merged.
+    let count = "SELECT count(*) FROM zeek.conn";
+    ok(&run(
+        &env,
+        &["import", "zeek", p(&conn), "--lake", &s3, "--force", "-q"],
+    ));
+    ok(&run(&env, &["compact", "--lake", &s3]));
+    let compacted = remote.data_files(&table).unwrap();
+    assert_eq!(compacted.len(), files.len(), "one file an hour again");
+    assert!(compacted.iter().all(|f| tag(f).is_some()));
+    assert!(compacted
+        .iter()
+        .all(|f| !files.iter().any(|o| o.path == f.path)));
+    let n = |lake: &str| -> u64 {
+        query_csv(&env, lake, count)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(n(&s3), 2 * n(p(&local)));
+}
+
 #[test]
 fn rejects_large_files_and_refusals() {
     let Some(env) = minio() else { return };

@@ -134,8 +134,9 @@ impl Files for RemoteFiles<'_> {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
         }
-        let w =
-            SingleFileWriter::new(&out, cfg, &self.staging)?.with_publisher(Box::new(publisher));
+        let w = SingleFileWriter::new(&out, cfg, &self.staging)?
+            .with_publisher(Box::new(publisher))
+            .with_schema_tag();
         Ok((w, written))
     }
 

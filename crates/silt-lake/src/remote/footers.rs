@@ -87,21 +87,10 @@ impl FooterCache {
         size: u64,
         modified: SystemTime,
     ) -> anyhow::Result<Arc<ParquetMetaData>> {
-        let entry = self
-            .dir
-            .as_ref()
-            .map(|d| d.join(entry_name(&lake.store_url(), key, size, modified)));
-        if let Some(path) = &entry {
-            if let Ok(bytes) = std::fs::read(path) {
-                match ParquetMetaDataReader::decode_metadata(&bytes) {
-                    Ok(md) => return Ok(Arc::new(md)),
-                    Err(e) => tracing::debug!(
-                        "footer cache entry {} does not decode ({e}); reading it again",
-                        path.display()
-                    ),
-                }
-            }
+        if let Some(md) = self.cached(lake, key, size, modified) {
+            return Ok(md);
         }
+        let entry = self.entry(lake, key, size, modified);
         let bytes = fetch_footer(lake, key, size)?;
         let md = ParquetMetaDataReader::decode_metadata(&bytes)
             .with_context(|| format!("decoding the Parquet footer of {key}"))?;
@@ -114,6 +103,42 @@ impl FooterCache {
             }
         }
         Ok(Arc::new(md))
+    }
+
+    /// The footer of the object `key` (of `size` bytes, modified at `modified`) if this cache
+    /// has it; never asks the store.
+    pub fn cached(
+        &self,
+        lake: &RemoteLake,
+        key: &ObjectPath,
+        size: u64,
+        modified: SystemTime,
+    ) -> Option<Arc<ParquetMetaData>> {
+        let path = self.entry(lake, key, size, modified)?;
+        let bytes = std::fs::read(&path).ok()?;
+        match ParquetMetaDataReader::decode_metadata(&bytes) {
+            Ok(md) => Some(Arc::new(md)),
+            Err(e) => {
+                tracing::debug!(
+                    "footer cache entry {} does not decode ({e}); reading it again",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// Where the footer of that object is kept (`None` without a cache directory).
+    fn entry(
+        &self,
+        lake: &RemoteLake,
+        key: &ObjectPath,
+        size: u64,
+        modified: SystemTime,
+    ) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|d| d.join(entry_name(&lake.store_url(), key, size, modified)))
     }
 
     /// When this cache stored entries, deletes the oldest entries while the cache holds more
