@@ -204,6 +204,9 @@ pub struct Listed {
     pub modified: SystemTime,
 }
 
+/// Rounds of a bulk delete before [`RemoteLake::delete_many`] gives up.
+const DELETE_ROUNDS: u64 = 3;
+
 /// An object-store lake: its store, bucket and prefix, and a runtime of its own for the
 /// blocking calls the synchronous lake code makes.
 pub struct RemoteLake {
@@ -659,24 +662,49 @@ impl RemoteLake {
 
     /// Removes the objects `rels` (bulk deletes where the store has them; objects already gone
     /// are fine).
+    ///
+    /// A bulk delete is a `POST`, which `object_store` does not retry after a timeout (a `POST`
+    /// is not idempotent in general); deleting is, so a failed round is sent again, up to
+    /// [`DELETE_ROUNDS`] in all, after a pause (seen here: MinIO under load left one such request
+    /// unanswered for the client's 30 s, and a vacuum failed on it).
     pub fn delete_many(&self, rels: &[String]) -> anyhow::Result<()> {
         use futures::StreamExt;
         if rels.is_empty() {
             return Ok(());
         }
         let store = self.store.clone();
-        let keys: Vec<object_store::Result<ObjectPath>> =
-            rels.iter().map(|r| Ok(self.key(r))).collect();
+        let keys: Vec<ObjectPath> = rels.iter().map(|r| self.key(r)).collect();
         let what = self.url.clone();
         self.block_on(async move {
-            let mut done = store.delete_stream(futures::stream::iter(keys).boxed());
-            while let Some(r) = done.next().await {
-                match r {
-                    Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(explain(e, &what)),
+            let mut round = 1;
+            loop {
+                let round_keys: Vec<object_store::Result<ObjectPath>> =
+                    keys.iter().cloned().map(Ok).collect();
+                let stream = futures::stream::iter(round_keys).boxed();
+                let mut done = store.delete_stream(stream);
+                let mut failed = None;
+                while let Some(r) = done.next().await {
+                    match r {
+                        Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match failed {
+                    None => return Ok(()),
+                    Some(e) if round >= DELETE_ROUNDS => return Err(explain(e, &what)),
+                    Some(e) => {
+                        tracing::warn!(
+                            "deleting {} objects in {what} failed ({e}); sending it again",
+                            keys.len()
+                        );
+                        tokio::time::sleep(std::time::Duration::from_secs(round)).await;
+                        round += 1;
+                    }
                 }
             }
-            Ok(())
         })
     }
 
@@ -878,6 +906,120 @@ fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store whose first `failures` bulk deletes fail (as a timed-out `POST` does).
+    #[derive(Debug)]
+    struct FlakyDeletes {
+        inner: object_store::memory::InMemory,
+        failures: std::sync::atomic::AtomicUsize,
+    }
+
+    impl std::fmt::Display for FlakyDeletes {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "FlakyDeletes")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for FlakyDeletes {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: object_store::PutPayload,
+            opts: object_store::PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: object_store::PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: object_store::GetOptions,
+        ) -> object_store::Result<object_store::GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: futures::stream::BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectPath>> {
+            use futures::StreamExt;
+            use std::sync::atomic::Ordering;
+            let left = self.failures.load(Ordering::SeqCst);
+            if left > 0 {
+                self.failures.store(left - 1, Ordering::SeqCst);
+                let e = object_store::Error::Generic {
+                    store: "S3",
+                    source: "Error performing POST in 30s - HTTP error: error sending request"
+                        .into(),
+                };
+                return futures::stream::iter([Err(e)]).boxed();
+            }
+            self.inner.delete_stream(locations)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>>
+        {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<object_store::ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: object_store::CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    /// Bulk deletes that fail are sent again, [`DELETE_ROUNDS`] in all; then the error is
+    /// returned, saying which lake.
+    #[test]
+    fn a_failed_bulk_delete_is_sent_again() {
+        for (failures, ok) in [
+            (DELETE_ROUNDS as usize - 1, true),
+            (DELETE_ROUNDS as usize, false),
+        ] {
+            let store = FlakyDeletes {
+                inner: object_store::memory::InMemory::new(),
+                failures: failures.into(),
+            };
+            let lake = RemoteLake::with_store("s3://b/l", "b".into(), "l".into(), Arc::new(store))
+                .unwrap();
+            let rels: Vec<String> = (0..3).map(|i| format!("t.a/f{i}.parquet")).collect();
+            for r in &rels {
+                lake.put(r, b"x".to_vec()).unwrap();
+            }
+            let r = lake.delete_many(&rels);
+            assert_eq!(r.is_ok(), ok, "{failures} failures: {r:?}");
+            let left = lake.list("").unwrap().len();
+            if ok {
+                assert_eq!(left, 0);
+            } else {
+                assert_eq!(left, 3);
+                assert!(format!("{:#}", r.unwrap_err()).contains("s3://b/l"));
+            }
+        }
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
