@@ -207,12 +207,7 @@ impl LakeIndex {
         root: &LakeRoot,
         only: Option<&BTreeSet<TableName>>,
     ) -> anyhow::Result<Self> {
-        match root {
-            LakeRoot::Dir(d) => Self::scan_tables(d, only),
-            LakeRoot::Remote(r) => {
-                Self::scan_remote_tables(r.clone(), &FooterCache::from_env(), only)
-            }
-        }
+        Self::open_with(root, only, false)
     }
 
     /// [`LakeIndex::open_tables`] for one query: in an object-store lake, footers are deferred
@@ -221,10 +216,19 @@ impl LakeIndex {
         root: &LakeRoot,
         only: Option<&BTreeSet<TableName>>,
     ) -> anyhow::Result<Self> {
+        Self::open_with(root, only, true)
+    }
+
+    fn open_with(
+        root: &LakeRoot,
+        only: Option<&BTreeSet<TableName>>,
+        defer: bool,
+    ) -> anyhow::Result<Self> {
         match root {
             LakeRoot::Dir(d) => Self::scan_tables(d, only),
             LakeRoot::Remote(r) => {
-                Self::scan_remote_deferred(r.clone(), Arc::new(FooterCache::from_env()), only)
+                let footers = Arc::new(FooterCache::from_env());
+                Self::scan_remote_impl(r.clone(), &footers, defer.then_some(&footers), only)
             }
         }
     }
