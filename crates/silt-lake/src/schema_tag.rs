@@ -5,9 +5,10 @@
 //! Every data file silt writes into a lake is named `<time>-<uuid>-s<tag>.<ext>`
 //! ([`crate::layout::data_file_name`]), where the tag is a 64-bit hash ([`tag`]) of the Arrow
 //! schema handed to the file's writer (fields, types, nullability, field and schema metadata, in
-//! a canonical order) and of the storage format. The file's footer is a function of exactly those
-//! (silt's writers decide everything else per row, not per schema), so two files of a lake with
-//! the same tag read back with the same schema.
+//! a canonical order) and of the storage format. The schema a reader gets back from the file's
+//! footer is a function of exactly those (the writer derives what it stores of the schema from
+//! the schema alone; encodings, statistics and the like vary with the rows but are not part of
+//! it), so two files of a lake with the same tag read back with the same schema.
 //!
 //! Why: a query on an object-store lake from a new machine had to read every footer of every
 //! table it names (a request or two per file) before it could plan, although a time filter

@@ -733,9 +733,8 @@ fn read_remote_info(
         let md = footers.footer(lake, &key, *size, *modified)?;
         return info_from_footer(dir, p, *size, *modified, md);
     }
-    let feather = || Ok(RemoteFile::new(lake.clone(), key.clone(), *size).reader());
-    let parquet = || unreachable!("a Feather file");
-    read_info_from(dir, p, *f, *size, *modified, parquet, feather)
+    let file = RemoteFile::new(lake.clone(), key, *size).reader();
+    feather_info(dir, p, *size, *modified, file)
 }
 
 /// A Parquet file's entry from its footer `md` (kept in [`DataFile::footer`]).
@@ -746,22 +745,8 @@ fn info_from_footer(
     modified: SystemTime,
     md: Arc<ParquetMetaData>,
 ) -> anyhow::Result<DataFile> {
-    let parquet = || {
-        Ok(ArrowReaderMetadata::try_new(
-            md.clone(),
-            ArrowReaderOptions::new(),
-        )?)
-    };
-    let feather = || -> anyhow::Result<File> { unreachable!("a Parquet file") };
-    let mut info = read_info_from(
-        dir,
-        p,
-        FileFormat::Parquet,
-        size,
-        modified,
-        parquet,
-        feather,
-    )?;
+    let meta = ArrowReaderMetadata::try_new(md.clone(), ArrowReaderOptions::new())?;
+    let mut info = parquet_info(dir, p, size, modified, &meta);
     info.footer = Some(md);
     Ok(info)
 }
@@ -932,50 +917,57 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
     let file = File::open(path)?;
     let md = file.metadata()?;
     let modified = md.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    let parquet = || Ok(ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?);
-    let feather = || Ok(file.try_clone()?);
-    read_info_from(
-        table_dir,
-        path,
-        format,
-        md.len(),
-        modified,
-        parquet,
-        feather,
-    )
+    match format {
+        FileFormat::Parquet => {
+            let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+            Ok(parquet_info(table_dir, path, md.len(), modified, &meta))
+        }
+        FileFormat::Feather => feather_info(table_dir, path, md.len(), modified, file),
+    }
 }
 
 /// Bytes of Parquet footers a remote lake's index keeps for DataFusion's metadata cache (whose
 /// own default limit is 50 MiB); the rest are read again when a scan needs them.
 const FOOTERS_KEPT: usize = 64 << 20;
 
-/// A data file's entry from its footer: `parquet()` reads a Parquet footer, `feather()` opens an
-/// Arrow IPC file from its start.
-fn read_info_from<R: std::io::Read + std::io::Seek>(
+/// A Parquet file's entry from its footer, read as `meta`.
+fn parquet_info(
     table_dir: &Path,
     path: &Path,
-    format: FileFormat,
     size: u64,
     modified: SystemTime,
-    parquet: impl FnOnce() -> anyhow::Result<ArrowReaderMetadata>,
-    feather: impl FnOnce() -> anyhow::Result<R>,
+    meta: &ArrowReaderMetadata,
+) -> DataFile {
+    located(
+        table_dir,
+        path,
+        FileFormat::Parquet,
+        size,
+        modified,
+        meta.schema().clone(),
+        meta.metadata().num_row_groups(),
+        Some(Arc::new(parquet_bounds(meta))),
+    )
+}
+
+/// A Feather (Arrow IPC) file's entry, its schema read from `file`'s start.
+fn feather_info<R: std::io::Read + std::io::Seek>(
+    table_dir: &Path,
+    path: &Path,
+    size: u64,
+    modified: SystemTime,
+    file: R,
 ) -> anyhow::Result<DataFile> {
-    let (schema, row_groups, bounds) = match format {
-        FileFormat::Parquet => {
-            let meta = parquet()?;
-            (
-                meta.schema().clone(),
-                meta.metadata().num_row_groups(),
-                Some(Arc::new(parquet_bounds(&meta))),
-            )
-        }
-        FileFormat::Feather => {
-            let reader = arrow::ipc::reader::FileReader::try_new(feather()?, None)?;
-            (reader.schema(), reader.num_batches(), None)
-        }
-    };
+    let reader = arrow::ipc::reader::FileReader::try_new(file, None)?;
     Ok(located(
-        table_dir, path, format, size, modified, schema, row_groups, bounds,
+        table_dir,
+        path,
+        FileFormat::Feather,
+        size,
+        modified,
+        reader.schema(),
+        reader.num_batches(),
+        None,
     ))
 }
 

@@ -1,8 +1,9 @@
 //! Parquet footers of an object-store lake, read once and kept in a local cache.
 //!
-//! Every `silt query` on a remote lake needs each data file's footer (schema, row counts, the
-//! time column's statistics) before it can plan; reading them costs one or two range requests
-//! per file, every time. Lake files are immutable (unique names, written once, deleted by
+//! A query on a remote lake needs the footers (schema, row counts, the time column's statistics)
+//! of the files it reads, and of one file per schema tag before it can plan (`silt_query::lake`);
+//! `silt serve` reads every file's footer when it starts. Reading one costs one or two range
+//! requests, every time. Lake files are immutable (unique names, written once, deleted by
 //! compaction or retention, never rewritten in place), so a footer read once is valid for as long
 //! as an object with the same key, size and modification time exists. [`FooterCache`] keeps the
 //! footers' bytes (the Thrift-encoded `FileMetaData`, without page indexes, which the scan reads
