@@ -10,7 +10,7 @@
 //! that has a counterpart (echo request/reply, ...) becomes `(type, counterpart type)`, which
 //! makes request and reply hash alike; any other type is one-way and keeps `(type, code)`.
 //!
-//! Pure functions, no I/O. SHA-1 comes from `sha1_smol` and base64 from `base64` (standard
+//! Pure functions, no I/O. SHA-1 comes from `sha1` and base64 from `base64` (standard
 //! alphabet with padding, as the spec requires); only the tuple layout is written by hand, because
 //! it *is* the spec.
 
@@ -124,7 +124,8 @@ pub fn community_id_v1_digest(
         put(&p1.to_be_bytes());
         put(&p2.to_be_bytes());
     }
-    sha1_smol::Sha1::from(&buf[..n]).digest().bytes()
+    use sha1::Digest;
+    sha1::Sha1::digest(&buf[..n]).into()
 }
 
 fn addr_bytes(a: IpAddr) -> ([u8; 16], usize) {
@@ -157,6 +158,37 @@ pub fn community_id_v1(
     let mut s = String::with_capacity(42);
     community_id_v1_into(&mut s, src, dst, proto, sport, dport, seed, base64);
     s
+}
+
+/// A base64 Community ID (`"1:"` and 28 characters) held inline: a per-packet row keeps it
+/// without a heap allocation (sFlow rows did, at about 4 % of an import's CPU).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CommunityId([u8; 30]);
+
+impl CommunityId {
+    /// Community ID v1 in base64, as [`community_id_v1`] with `base64` true.
+    pub fn v1(src: IpAddr, dst: IpAddr, proto: u8, sport: u16, dport: u16, seed: u16) -> Self {
+        let digest = community_id_v1_digest(src, dst, proto, sport, dport, seed);
+        let mut b = [0u8; 30];
+        b[..2].copy_from_slice(b"1:");
+        let n = base64::engine::general_purpose::STANDARD
+            .encode_slice(digest, &mut b[2..])
+            .expect("20 bytes are 28 base64 characters");
+        debug_assert_eq!(n, 28);
+        Self(b)
+    }
+
+    pub fn as_str(&self) -> &str {
+        // SAFETY: the bytes are "1:" and 28 characters of the base64 alphabet (`v1` is the only
+        // constructor), all ASCII. Validating them per row cost about 1 % of an sFlow import.
+        unsafe { std::str::from_utf8_unchecked(&self.0) }
+    }
+}
+
+impl std::fmt::Debug for CommunityId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Like [`community_id_v1`] but appends to `out` (which is not cleared), so that a caller
@@ -307,6 +339,7 @@ mod tests {
                 want,
                 "{s} {d} {p} {sp} {dp}"
             );
+            assert_eq!(CommunityId::v1(ip(s), ip(d), p, sp, dp, 0).as_str(), want);
         }
     }
 

@@ -12,6 +12,8 @@ pub mod community_id;
 pub mod table;
 pub mod tracker;
 
-pub use community_id::{community_id_v1, community_id_v1_digest, community_id_v1_into};
+pub use community_id::{
+    community_id_v1, community_id_v1_digest, community_id_v1_into, CommunityId,
+};
 pub use table::{FlowKeyV4, FlowKeyV6, FlowTable, TableKey};
 pub use tracker::{flow_schema, FlowConfig, FlowTracker, PacketInfo};

@@ -49,7 +49,7 @@ pub use capture::{CaptureOptions, FlowFrames, NETFLOW_FORMAT, SFLOW_FORMAT};
 pub use datagrams::{NETFLOW_DATAGRAMS_FORMAT, SFLOW_DATAGRAMS_FORMAT};
 pub use schema::{netflow_flow_schema, sflow_counter_schema, sflow_sample_schema};
 
-use schema::{CounterRow, FlowCtx, FlowRow, SampleRow, SflowCtx};
+use schema::{FlowCtx, FlowRow};
 
 /// How many bytes of a rejected datagram are kept in the reject.
 pub const REJECT_RAW_BYTES: usize = 64 * 1024;
@@ -198,11 +198,16 @@ pub struct FlowExportStats {
 
 impl FlowExportStats {
     /// Records a sequence number and what the next one should be.
-    pub fn check_seq(&mut self, key: String, seq: u32, next: u32) {
-        if !self.sequences.contains_key(&key) && self.sequences.len() >= MAX_REPORT_KEYS {
-            return;
+    pub fn check_seq(&mut self, key: &str, seq: u32, next: u32) {
+        if !self.sequences.contains_key(key) {
+            if self.sequences.len() >= MAX_REPORT_KEYS {
+                return;
+            }
+            self.sequences.insert(key.to_string(), SeqTrack::default());
         }
-        let t = self.sequences.entry(key).or_default();
+        let Some(t) = self.sequences.get_mut(key) else {
+            return;
+        };
         if let Some(exp) = t.expected {
             if seq != exp {
                 let d = seq.wrapping_sub(exp);
@@ -256,8 +261,9 @@ pub struct Collector {
     /// Templates, options and held data per exporter/domain; shared by the streams of one
     /// import (see [`SharedTemplates`]).
     netflow: SharedTemplates,
-    samples: Vec<(Arc<SflowCtx>, SampleRow)>,
-    counters: Vec<(Arc<SflowCtx>, CounterRow)>,
+    sflow: sflow::SflowRows,
+    /// `sequences` keys of sFlow agents (agent address, sub-agent).
+    sflow_seq_keys: std::collections::HashMap<(IpAddr, u32), String>,
     flows: Vec<(Arc<FlowCtx>, FlowRow)>,
     sample_bytes: u64,
     counter_bytes: u64,
@@ -290,8 +296,8 @@ impl Collector {
             },
             stats: FlowExportStats::default(),
             netflow: SharedTemplates::default(),
-            samples: Vec::new(),
-            counters: Vec::new(),
+            sflow: sflow::SflowRows::default(),
+            sflow_seq_keys: Default::default(),
             flows: Vec::new(),
             sample_bytes: 0,
             counter_bytes: 0,
@@ -307,8 +313,8 @@ impl Collector {
             Protocol::Sflow => self.sflow(d, out)?,
             Protocol::Netflow => self.netflow(d, out)?,
         }
-        if self.samples.len() >= self.opts.batch_rows
-            || self.counters.len() >= self.opts.batch_rows
+        if self.sflow.samples.len() >= self.opts.batch_rows
+            || self.sflow.counters.len() >= self.opts.batch_rows
             || self.flows.len() >= self.opts.batch_rows
         {
             self.flush(out)?;
@@ -335,6 +341,7 @@ impl Collector {
     }
 
     fn sflow(&mut self, d: &Datagram<'_>, out: &mut dyn Emit) -> anyhow::Result<()> {
+        let (ns0, nc0) = (self.sflow.samples.len(), self.sflow.counters.len());
         let r = sflow::decode(
             d.payload,
             d.received_us,
@@ -343,30 +350,36 @@ impl Collector {
             d.frame,
             self.opts.community_id_seed,
             &mut self.stats,
+            &mut self.sflow,
         );
         match r {
-            Ok(dg) => {
+            Ok(c) => {
+                let ns = (self.sflow.samples.len() - ns0) as u64;
+                let nc = (self.sflow.counters.len() - nc0) as u64;
                 self.stats.sflow_datagrams += 1;
-                self.stats.sflow_flow_samples += dg.samples.len() as u64;
-                self.stats.sflow_counter_samples += dg.counters.len() as u64;
-                let c = &dg.ctx;
-                self.stats.check_seq(
-                    format!("sflow {} sub-agent {}", c.agent, c.sub_agent),
-                    c.datagram_seq,
-                    c.datagram_seq.wrapping_add(1),
-                );
-                let ctx = Arc::new(dg.ctx);
-                let (ns, nc) = (dg.samples.len() as u64, dg.counters.len() as u64);
+                self.stats.sflow_flow_samples += ns;
+                self.stats.sflow_counter_samples += nc;
+                // The key is formatted once per agent, not once per datagram.
+                let n_keys = self.sflow_seq_keys.len();
+                use std::collections::hash_map::Entry;
+                let key = match self.sflow_seq_keys.entry((c.agent, c.sub_agent)) {
+                    Entry::Occupied(e) => Some(e.into_mut()),
+                    Entry::Vacant(e) if n_keys < MAX_REPORT_KEYS => {
+                        Some(e.insert(format!("sflow {} sub-agent {}", c.agent, c.sub_agent)))
+                    }
+                    // Beyond the report's bound (check_seq would ignore the key too).
+                    Entry::Vacant(_) => None,
+                };
+                if let Some(key) = key {
+                    self.stats
+                        .check_seq(key, c.datagram_seq, c.datagram_seq.wrapping_add(1));
+                }
                 let len = d.payload.len() as u64;
                 // Bytes per table in proportion to the samples each got.
                 if let Some(to_samples) = (len * ns).checked_div(ns + nc) {
                     self.sample_bytes += to_samples;
                     self.counter_bytes += len - to_samples;
                 }
-                self.samples
-                    .extend(dg.samples.into_iter().map(|s| (ctx.clone(), s)));
-                self.counters
-                    .extend(dg.counters.into_iter().map(|s| (ctx.clone(), s)));
                 Ok(())
             }
             Err(e) => self.reject(
@@ -429,21 +442,21 @@ impl Collector {
     /// Emits every buffered row (the stream goes on).
     pub fn flush(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
         let n = self.opts.batch_rows;
-        if !self.samples.is_empty() {
+        if !self.sflow.samples.is_empty() {
             let t = sflow_sample_table();
             out.table_bytes(&t, std::mem::take(&mut self.sample_bytes));
-            for chunk in self.samples.chunks(n) {
+            for chunk in self.sflow.samples.chunks(n) {
                 out.batch(&t, schema::sample_batch(chunk)?)?;
             }
-            self.samples.clear();
+            self.sflow.samples.clear();
         }
-        if !self.counters.is_empty() {
+        if !self.sflow.counters.is_empty() {
             let t = sflow_counter_table();
             out.table_bytes(&t, std::mem::take(&mut self.counter_bytes));
-            for chunk in self.counters.chunks(n) {
+            for chunk in self.sflow.counters.chunks(n) {
                 out.batch(&t, schema::counter_batch(chunk)?)?;
             }
-            self.counters.clear();
+            self.sflow.counters.clear();
         }
         if !self.flows.is_empty() {
             let t = netflow_flow_table();

@@ -208,7 +208,7 @@ fn v5(
     let domain = (u32::from(engine_type) << 8) | u32::from(engine_id);
     stats.netflow_v5 += 1;
     stats.check_seq(
-        format!(
+        &format!(
             "netflow v5 {} engine {engine_type}/{engine_id}",
             info.exporter
         ),
@@ -376,12 +376,12 @@ fn v9_ipfix(
     );
     if ipfix {
         if held_now.is_empty() {
-            stats.check_seq(label, seq, seq.wrapping_add(records_here as u32));
+            stats.check_seq(&label, seq, seq.wrapping_add(records_here as u32));
         } else {
             stats.forget_seq(&label);
         }
     } else {
-        stats.check_seq(label, seq, seq.wrapping_add(1));
+        stats.check_seq(&label, seq, seq.wrapping_add(1));
     }
     // Hold data sets whose template is unknown, within the bounds.
     for h in held_now {

@@ -299,7 +299,7 @@ pub struct SampleRow {
     pub vlan_outer: Option<u16>,
     pub vlan_inner: Option<u16>,
     pub tunnels: Vec<TunnelRow>,
-    pub community_id: Option<String>,
+    pub community_id: Option<silt_flow::CommunityId>,
     pub src_vlan: Option<u32>,
     pub src_priority: Option<u32>,
     pub dst_vlan: Option<u32>,
@@ -387,7 +387,7 @@ pub struct FlowRow {
     pub post_nat_dst: Option<IpAddr>,
     pub post_nat_sport: Option<u16>,
     pub post_nat_dport: Option<u16>,
-    pub community_id: Option<String>,
+    pub community_id: Option<silt_flow::CommunityId>,
     /// (enterprise, field id, raw bytes) of fields without a typed column.
     pub extra: Vec<(u32, u16, Vec<u8>)>,
 }
@@ -568,7 +568,11 @@ pub fn sample_batch(rows: &[(Arc<SflowCtx>, SampleRow)]) -> anyhow::Result<Recor
         col!(UInt16Array, rows, |r| r.1.vlan_outer),
         col!(UInt16Array, rows, |r| r.1.vlan_inner),
         tunnels_col(rows.iter().map(|r| &r.1.tunnels)),
-        col!(StringArray, rows, |r| r.1.community_id.as_deref()),
+        col!(StringArray, rows, |r| r
+            .1
+            .community_id
+            .as_ref()
+            .map(|c| c.as_str())),
         col!(UInt32Array, rows, |r| r.1.src_vlan),
         col!(UInt32Array, rows, |r| r.1.src_priority),
         col!(UInt32Array, rows, |r| r.1.dst_vlan),
@@ -661,7 +665,11 @@ pub fn flow_batch(rows: &[(Arc<FlowCtx>, FlowRow)]) -> anyhow::Result<RecordBatc
         addr_col(rows.iter().map(|r| r.1.post_nat_dst.as_ref())),
         col!(UInt16Array, rows, |r| r.1.post_nat_sport),
         col!(UInt16Array, rows, |r| r.1.post_nat_dport),
-        col!(StringArray, rows, |r| r.1.community_id.as_deref()),
+        col!(StringArray, rows, |r| r
+            .1
+            .community_id
+            .as_ref()
+            .map(|c| c.as_str())),
         extra_col(rows.iter().map(|r| &r.1.extra)),
     ];
     Ok(RecordBatch::try_new(netflow_flow_schema(), c)?)

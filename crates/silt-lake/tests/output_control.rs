@@ -54,13 +54,25 @@ fn batch() -> RecordBatch {
             Arc::new(StringArray::from_iter_values(
                 (0..N).map(|i| format!("/static/img/{:04}.png", i / 3)),
             )),
-            Arc::new(Int64Array::from_iter_values((0..N as i64).map(|i| i * 3))),
+            // distinct and in no order: silt's automatic choice is plain (an arithmetic
+            // sequence would get deltas)
+            Arc::new(Int64Array::from_iter_values((0..N as i64).map(scatter))),
             Arc::new(Float64Array::from_iter_values(
                 (0..N).map(|i| i as f64 * 0.37),
             )),
         ],
     )
     .unwrap()
+}
+
+/// Distinct values of all 64 bits in no order (a mixing hash of `i`): neither a dictionary nor
+/// deltas can make them smaller.
+fn scatter(i: i64) -> i64 {
+    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 32;
+    x as i64
 }
 
 fn write(root: &Path, cfg: WriterConfig) -> anyhow::Result<()> {
@@ -162,13 +174,13 @@ fn encoding_hints_show_in_inspect() {
         rows += b.num_rows();
         let n = b.column_by_name("n").unwrap();
         let n = n.as_any().downcast_ref::<Int64Array>().unwrap();
-        sum_n += n.iter().flatten().sum::<i64>();
+        sum_n = n.iter().flatten().fold(sum_n, i64::wrapping_add);
         let s = b.column_by_name("score").unwrap();
         let s = s.as_any().downcast_ref::<Float64Array>().unwrap();
         sum_score += s.iter().flatten().sum::<f64>();
     }
     assert_eq!(rows, N);
-    assert_eq!(sum_n, (0..N as i64).map(|i| i * 3).sum::<i64>());
+    assert_eq!(sum_n, (0..N as i64).map(scatter).fold(0, i64::wrapping_add));
     let want: f64 = (0..N).map(|i| i as f64 * 0.37).sum();
     assert!((sum_score - want).abs() < 1e-6 * want);
 }
