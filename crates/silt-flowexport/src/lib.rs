@@ -343,11 +343,7 @@ impl Collector {
     fn sflow(&mut self, d: &Datagram<'_>, out: &mut dyn Emit) -> anyhow::Result<()> {
         let (ns0, nc0) = (self.sflow.samples.len(), self.sflow.counters.len());
         let r = sflow::decode(
-            d.payload,
-            d.received_us,
-            d.exporter,
-            d.exporter_port,
-            d.frame,
+            d,
             self.opts.community_id_seed,
             &mut self.stats,
             &mut self.sflow,

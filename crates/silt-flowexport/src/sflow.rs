@@ -17,7 +17,7 @@ use silt_pcap::decode::{decode_frame, linktype, Decoded};
 
 use crate::schema::{CounterRow, SampleHead, SampleRow, SflowCtx, TunnelRow};
 use crate::wire::{err, Rd, WireResult};
-use crate::FlowExportStats;
+use crate::{Datagram, FlowExportStats};
 
 /// Where [`decode`] appends the rows of a datagram. Rows are filled in place here rather than
 /// built and moved: a sample row is a few hundred bytes, and moving each twice (into a
@@ -42,28 +42,14 @@ fn address(r: &mut Rd<'_>, what: &str) -> WireResult<Option<IpAddr>> {
 
 /// Decodes one sFlow v5 datagram, appending its rows to `rows` and returning its context. On an
 /// error nothing of the datagram stays in `rows`.
-#[allow(clippy::too_many_arguments)] // the datagram's receive context, spelled out
 pub fn decode(
-    payload: &[u8],
-    received_us: i64,
-    exporter: IpAddr,
-    exporter_port: u16,
-    frame: u64,
+    d: &Datagram<'_>,
     seed: u16,
     stats: &mut FlowExportStats,
     rows: &mut SflowRows,
 ) -> WireResult<Arc<SflowCtx>> {
     let (ns, nc) = (rows.samples.len(), rows.counters.len());
-    let r = decode_into(
-        payload,
-        received_us,
-        exporter,
-        exporter_port,
-        frame,
-        seed,
-        stats,
-        rows,
-    );
+    let r = decode_into(d, seed, stats, rows);
     if r.is_err() {
         rows.samples.truncate(ns);
         rows.counters.truncate(nc);
@@ -71,17 +57,13 @@ pub fn decode(
     r
 }
 
-#[allow(clippy::too_many_arguments)] // as decode
 fn decode_into(
-    payload: &[u8],
-    received_us: i64,
-    exporter: IpAddr,
-    exporter_port: u16,
-    frame: u64,
+    dg: &Datagram<'_>,
     seed: u16,
     stats: &mut FlowExportStats,
     rows: &mut SflowRows,
 ) -> WireResult<Arc<SflowCtx>> {
+    let payload = dg.payload;
     let mut r = Rd::new(payload);
     let version = r.u32("version")?;
     if version != 5 {
@@ -96,10 +78,10 @@ fn decode_into(
     let uptime_ms = r.u32("uptime")?;
     let nsamples = r.u32("sample count")?;
     let ctx = Arc::new(SflowCtx {
-        received_us,
-        exporter,
-        exporter_port,
-        frame,
+        received_us: dg.received_us,
+        exporter: dg.exporter,
+        exporter_port: dg.exporter_port,
+        frame: dg.frame,
         agent,
         sub_agent,
         datagram_seq,
@@ -500,7 +482,15 @@ mod tests {
         let mut stats = FlowExportStats::default();
         let ip: IpAddr = "10.0.0.9".parse().unwrap();
         let mut out = SflowRows::default();
-        decode(&d, 0, ip, 6343, 1, 0, &mut stats, &mut out).unwrap();
+        let dg = |payload| Datagram {
+            frame: 1,
+            received_us: 0,
+            exporter: ip,
+            exporter_port: 6343,
+            collector_port: 6343,
+            payload,
+        };
+        decode(&dg(&d), 0, &mut stats, &mut out).unwrap();
         assert_eq!(out.samples.len(), 2);
         for ((_, row), (src, dst)) in out
             .samples
@@ -517,7 +507,7 @@ mod tests {
             assert!(row.community_id.is_some());
         }
         // Cut inside the IPv6 record: an error naming the field, never a panic.
-        let e = decode(&d[..d.len() - 10], 0, ip, 6343, 1, 0, &mut stats, &mut out).err();
+        let e = decode(&dg(&d[..d.len() - 10]), 0, &mut stats, &mut out).err();
         assert!(e.is_some());
         // ... and the failed datagram leaves nothing behind.
         assert_eq!(out.samples.len(), 2);

@@ -78,7 +78,12 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
                 agent = (r.next_u64() % 4) as usize;
             }
             let c = &mut counters[agent];
-            *c += 1000 + if r.next_u64().is_multiple_of(8) { 1000 } else { 0 };
+            *c += 1000
+                + if r.next_u64().is_multiple_of(8) {
+                    1000
+                } else {
+                    0
+                };
             *c
         })
         .collect();
