@@ -109,8 +109,10 @@ const TRIAL_BYTES: usize = 1 << 20;
 /// with DuckDB); Spark 3.3+ and Trino document support.
 ///
 /// Integers: counters and sequence numbers (sFlow sample pools and sequence numbers, uptimes,
-/// frame numbers) pack as small deltas; random values (byte counts, ids) stay PLAIN unless
-/// deltas save [`INT_DELTA_UNDER`]'s tenth.
+/// frame numbers) pack as small deltas; random values of the full width stay PLAIN, and random
+/// values narrower than their type may pack smaller as deltas (bit-packed to their width than
+/// as plain bytes through zstd): deltas are kept when they are under [`INT_DELTA_UNDER`] % of
+/// PLAIN.
 fn smallest_encoding(
     sample: &arrow::array::ArrayRef,
     cfg: &WriterConfig,
@@ -193,8 +195,9 @@ fn trial_size(
 
 /// Percent of the alternative's bytes (PLAIN values, or a dictionary's indices) under which
 /// an integer column gets DELTA_BINARY_PACKED. Readers decode deltas more slowly than plain
-/// values or indices, so they must save a tenth: random 40-bit values pack about 1-2 % smaller
-/// as deltas than plain through zstd, which is not worth it; counters pack 30-70 % smaller.
+/// values or indices, so a saving of a few percent is not worth it; counters and sequence
+/// numbers save 30-70 % (sFlow's sample pools and sequence numbers, a synthetic pool counter in
+/// `tests/number_dictionary.rs`).
 const INT_DELTA_UNDER: usize = 90;
 
 /// Text (Utf8) leaves (through structs; list elements are left alone) whose values come in no
@@ -392,8 +395,9 @@ fn high_cardinality_leaves(
             }
             // Decimals up to 18 digits are 4- or 8-byte integers in the file; counted as 8 bytes
             // (their low 8 bytes tell them apart), which errs towards plain for the 4-byte ones.
-            // 32-bit numbers count 4 bytes (sFlow/NetFlow sequence numbers, sample pools and
-            // uptimes: parquet-rs hashed every value of them into dictionaries that overflowed).
+            // 32-bit numbers count 4 bytes: their dictionaries overflow like any other's, and
+            // counters among them (sFlow sample pools and sequence numbers) are tried against
+            // deltas.
             DataType::Int64
             | DataType::UInt64
             | DataType::Float64
