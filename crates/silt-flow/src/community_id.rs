@@ -180,7 +180,8 @@ impl CommunityId {
 
     pub fn as_str(&self) -> &str {
         // SAFETY: the bytes are "1:" and 28 characters of the base64 alphabet (`v1` is the only
-        // constructor), all ASCII. Validating them per row cost about 1 % of an sFlow import.
+        // constructor), all ASCII. (from_utf8 here and in silt-pcap's `write_addr` was 2 % of
+        // an sFlow import's CPU together.)
         unsafe { std::str::from_utf8_unchecked(&self.0) }
     }
 }

@@ -205,9 +205,10 @@ impl FlowExportStats {
             }
             self.sequences.insert(key.to_string(), SeqTrack::default());
         }
-        let Some(t) = self.sequences.get_mut(key) else {
-            return;
-        };
+        let t = self
+            .sequences
+            .get_mut(key)
+            .expect("present or inserted above");
         if let Some(exp) = t.expected {
             if seq != exp {
                 let d = seq.wrapping_sub(exp);

@@ -553,23 +553,8 @@ fn try_tunnel(outer: &IpInfo, p: &[u8], d: &mut Decoded, depth: usize) {
         dst: Some(outer.dst),
         key,
     };
-    // Most packets carry no tunnel: return before copying `d` (a few hundred bytes; the copy
-    // for every packet was about 2 % of an sFlow import's CPU).
-    let candidate = match outer.proto {
-        4 | 41 | 47 => true,
-        17 => {
-            p.len() >= 8
-                && matches!(
-                    outer.ports,
-                    Some((_, 4789 | 6081 | 6635 | 3544)) | Some((3544, _))
-                )
-        }
-        _ => false,
-    };
-    if !candidate {
-        return;
-    }
-    let saved = *d;
+    // `d` is copied (a few hundred bytes) only where a tunnel may be, in `attempt`: a copy for
+    // every packet was about 2 % of an sFlow import's CPU.
     let ok = match outer.proto {
         4 | 41 => {
             let kind = match (outer.src.is_ipv4(), outer.proto == 4) {
@@ -580,35 +565,45 @@ fn try_tunnel(outer: &IpInfo, p: &[u8], d: &mut Decoded, depth: usize) {
             };
             let want = if outer.proto == 4 { 4 } else { 6 };
             p.first().is_some_and(|b| b >> 4 == want)
-                && d.push_tunnel(mk(kind, None))
-                && ip(p, d, depth + 1).is_ok()
+                && attempt(d, |d| {
+                    d.push_tunnel(mk(kind, None)) && ip(p, d, depth + 1).is_ok()
+                })
         }
-        47 => gre(outer, p, d, depth),
+        47 => attempt(d, |d| gre(outer, p, d, depth)),
         17 if p.len() >= 8 => match (outer.ports, &p[8..]) {
-            (Some((_, 4789)), p) if p.len() >= 8 && p[0] & 0x08 != 0 => {
+            (Some((_, 4789)), p) if p.len() >= 8 && p[0] & 0x08 != 0 => attempt(d, |d| {
                 d.push_tunnel(mk("vxlan", Some(be32(p, 4) >> 8)))
                     && ethernet(&p[8..], d, depth + 1).is_ok()
-            }
-            (Some((_, 6081)), p) => geneve(outer, p, d, depth),
-            (Some((3544, _)) | Some((_, 3544)), p) => teredo(outer, p, d, depth),
-            (Some((_, 6635)), p) => {
+            }),
+            (Some((_, 6081)), p) => attempt(d, |d| geneve(outer, p, d, depth)),
+            (Some((3544, _)) | Some((_, 3544)), p) => attempt(d, |d| teredo(outer, p, d, depth)),
+            (Some((_, 6635)), p) => attempt(d, |d| {
                 // MPLS over UDP (RFC 7510).
                 d.ntunnels < MAX_TUNNELS as u8
                     && mpls(p, d, depth + 1).is_ok()
                     && d.ip.is_some_and(|i| i != *outer)
-            }
+            }),
             _ => false,
         },
         _ => false,
     };
-    if !ok || d.ip.is_none() {
-        *d = saved;
-    } else if d.ip == Some(*outer) {
+    if ok && d.ip == Some(*outer) {
         // The tunnel's payload held no IP packet (e.g. ARP inside VXLAN): keep the tunnel,
         // the row describes the non-IP inner frame.
         d.ip = None;
         d.udp = None;
     }
+}
+
+/// Runs one tunnel decoder on `d`; unless it succeeds and leaves an IP layer, `d` is put back
+/// as it was (the outer packet). Returns whether `d` now describes the tunnel's content.
+fn attempt(d: &mut Decoded, decode: impl FnOnce(&mut Decoded) -> bool) -> bool {
+    let saved = *d;
+    let ok = decode(d) && d.ip.is_some();
+    if !ok {
+        *d = saved;
+    }
+    ok
 }
 
 /// GRE (RFC 2784/2890) version 0 with checksum/key/sequence, carrying IP, Ethernet (0x6558),
