@@ -161,6 +161,14 @@ impl From<Partitioning> for PartitionChoice {
 /// pruning; 65,536 rows keeps most of the gain at almost no memory.
 pub const DEFAULT_PAGE_ROWS: usize = 65_536;
 
+/// Most rows in a Parquet row group by default (parquet-rs's and pyarrow's default too).
+///
+/// Row groups are cut at `row_group_bytes` of compressed data, but data that compresses to a
+/// few bytes per row (sFlow samples, flows) would otherwise put millions of rows into one row
+/// group, and DataFusion, DuckDB and Spark give one row group to one core: a 6.7M-row sFlow file
+/// written as one row group scanned on one of this machine's two cores.
+pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 20;
+
 /// What keeps the list of a table's files (`--table-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TableFormat {
@@ -195,6 +203,10 @@ pub struct WriterConfig {
     /// Target compressed size of a Parquet row group; the writer flushes a row group once its
     /// encoded size reaches this. Default 32 MiB: one row group per Athena/Trino split.
     pub row_group_bytes: usize,
+    /// Most rows in a Parquet row group (default [`DEFAULT_ROW_GROUP_ROWS`], as parquet-rs and
+    /// pyarrow): a file that compresses well below `row_group_bytes` still gets several row
+    /// groups, which query engines scan on several cores.
+    pub row_group_rows: usize,
     /// Target size of a Parquet data page (default 1 MiB).
     pub page_bytes: usize,
     /// Most rows in a Parquet data page (default [`DEFAULT_PAGE_ROWS`]).
@@ -263,6 +275,7 @@ impl Default for WriterConfig {
             codec: Codec::Zstd,
             level: None,
             row_group_bytes: 32 << 20,
+            row_group_rows: DEFAULT_ROW_GROUP_ROWS,
             page_bytes: 1 << 20,
             page_rows: DEFAULT_PAGE_ROWS,
             dictionary_page_bytes: 4 << 20,
@@ -322,6 +335,9 @@ impl WriterConfig {
             return Err(
                 "--row-group-size, --page-size and --dictionary-page-size must be positive".into(),
             );
+        }
+        if self.row_group_rows == 0 {
+            return Err("--row-group-rows 0: a row group holds at least one row".into());
         }
         let e = &self.encodings;
         for c in &e.dictionary {

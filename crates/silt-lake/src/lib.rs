@@ -62,7 +62,7 @@ pub mod writer;
 
 pub use config::{
     Codec, EncodingHints, PartitionChoice, Partitioning, StoreKind, TableFormat, WriterConfig,
-    DEFAULT_PAGE_ROWS,
+    DEFAULT_PAGE_ROWS, DEFAULT_ROW_GROUP_ROWS,
 };
 pub use summary::{ImportSummary, TableSummary};
 pub use writer::{Commit, LakeWriter};

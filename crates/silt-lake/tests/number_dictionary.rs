@@ -14,6 +14,11 @@
 //!   agents, each agent's counter stepping by 1000 (sometimes 2000), about a quarter of the
 //!   values distinct. Its dictionary would fit, but DELTA_BINARY_PACKED is much smaller: no
 //!   dictionary, deltas.
+//! - `datagram_seq`: a UInt32 like sFlow's datagram sequence numbers: the same datagrams, each
+//!   agent's number counting on by one, so a value comes six times in a row and the agents'
+//!   numbers drift apart. Few values are distinct (a 24th) and the dictionary would fit, but
+//!   plain values through zstd take far less than its indices (and less than deltas, which jump
+//!   between agents): no dictionary, plain.
 //!
 //! The oracle for sizes is independent of silt's choice: each column written alone by parquet-rs
 //! with and without a dictionary; silt's chunk must be no larger than the smaller of the two
@@ -87,12 +92,25 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
             *c
         })
         .collect();
+    // The same datagrams' sequence numbers, one counter per agent.
+    let mut seqs = [0u32; 4];
+    let mut agent = 0;
+    let datagram_seq: Vec<u32> = (0..N)
+        .map(|i| {
+            if i % 6 == 0 {
+                agent = (r.next_u64() % 4) as usize;
+                seqs[agent] += 1;
+            }
+            seqs[agent]
+        })
+        .collect();
     let schema = Arc::new(Schema::new(vec![
         Field::new("pair_id", DataType::UInt64, true),
         Field::new("duration", DataType::Decimal128(18, 6), true),
         Field::new("pool", DataType::UInt64, true),
         Field::new("port", DataType::UInt64, true),
         Field::new("counter", DataType::UInt32, true),
+        Field::new("datagram_seq", DataType::UInt32, true),
     ]));
     let cols: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from(pair)),
@@ -104,6 +122,7 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
         Arc::new(UInt64Array::from(pool)),
         Arc::new(UInt64Array::from(port)),
         Arc::new(UInt32Array::from(counter)),
+        Arc::new(UInt32Array::from(datagram_seq)),
     ];
     (schema, cols)
 }
@@ -215,6 +234,24 @@ fn number_dictionaries_only_where_they_fit_the_file_and_beat_deltas() {
             // silt's pages hold fewer rows (`--page-rows`), and each delta page starts over
             // with a header and a first value: 2 % more slack.
             best = delta * 102 / 100;
+        }
+        if name == "datagram_seq" {
+            let delta = alone_as(
+                name,
+                &cols[i],
+                false,
+                Some(Encoding::DELTA_BINARY_PACKED),
+                dir.path(),
+            );
+            assert!(
+                !got[i].1.contains(&Encoding::DELTA_BINARY_PACKED),
+                "{name}: {:?}",
+                got[i].1
+            );
+            assert!(
+                (without as f64) < with.min(delta) as f64 * 0.8,
+                "{name}: plain {without} bytes, dictionary {with}, deltas {delta}"
+            );
         }
         assert!(
             got[i].0 as f64 <= best as f64 * 1.02,

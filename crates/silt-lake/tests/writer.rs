@@ -334,6 +334,44 @@ fn row_groups_reach_the_byte_target() {
     }
 }
 
+/// Rows that compress to a few bytes each must not make one huge row group: readers give a row
+/// group to one core. The row cap cuts them before the byte target does, at exactly the cap.
+#[test]
+fn row_groups_stop_at_the_row_cap_before_the_byte_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        row_group_rows: 7_000,
+        bloom_lookup_columns: false,
+        ..WriterConfig::default()
+    };
+    assert_eq!(WriterConfig::default().row_group_rows, 1 << 20);
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    // Batches that do not divide the cap, so slices must be cut inside a batch.
+    for b in 0..5 {
+        let ts: Vec<Option<i64>> = (0..6_000)
+            .map(|i| Some(T0 + (b * 6_000 + i) * 1000))
+            .collect();
+        w.batch(&conn(), batch(&ts, false)).unwrap();
+    }
+    w.finish().unwrap();
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    assert_eq!(files.len(), 1);
+    let r = SerializedFileReader::new(File::open(&files[0].path).unwrap()).unwrap();
+    let rows: Vec<i64> = r
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| rg.num_rows())
+        .collect();
+    assert_eq!(rows, vec![7_000, 7_000, 7_000, 7_000, 2_000]);
+    assert_eq!(read_ts(&files[0].path).len(), 30_000);
+    let bad = WriterConfig {
+        row_group_rows: 0,
+        ..WriterConfig::default()
+    };
+    assert!(bad.validate().unwrap_err().contains("--row-group-rows"));
+}
+
 #[test]
 fn table_without_time_column_is_written_unsorted_in_one_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -365,6 +365,10 @@ pub struct WriteOpts {
     /// Target compressed size of a Parquet row group (e.g. 32MiB, 134217728).
     #[arg(long, default_value = "32MiB", value_parser = parse_bytes)]
     pub row_group_size: usize,
+    /// Most rows in a Parquet row group, whatever their size: data that compresses to a few
+    /// bytes per row still gets several row groups, which readers scan in parallel.
+    #[arg(long, default_value_t = silt_lake::DEFAULT_ROW_GROUP_ROWS)]
+    pub row_group_rows: usize,
     /// Target size of a Parquet data page.
     #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
     pub page_size: usize,

@@ -35,6 +35,7 @@ pub fn writer_config(w: &WriteOpts) -> anyhow::Result<WriterConfig> {
         codec: w.codec.parse().map_err(anyhow::Error::msg)?,
         level: w.level,
         row_group_bytes: w.row_group_size,
+        row_group_rows: w.row_group_rows,
         page_bytes: w.page_size,
         page_rows: w.page_rows,
         dictionary_page_bytes: w.dictionary_page_size,

@@ -122,6 +122,7 @@ fn open_sink(
                 schema,
                 props.build(),
                 cfg.row_group_bytes,
+                cfg.row_group_rows,
                 blooms,
             )?)
         }

@@ -1,4 +1,4 @@
-//! The Parquet sink: row groups cut at a compressed-size target, the column chunks of each slice
+//! The Parquet sink: row groups cut at a compressed-size target or a row count, the column chunks of each slice
 //! encoded in parallel, and the bloom filters of lookup columns built alongside (see
 //! [`ParquetSink`]). It takes writer properties ready made (`properties`, `choices` and `hints`
 //! put them together) and narrows list columns before encoding ([`crate::narrow`]).
@@ -24,8 +24,8 @@ use super::properties::{needs_arrow_schema, stored_schema, Blooms};
 use super::FileSink;
 use crate::bloom::BloomBuilder;
 
-/// Parquet output with row groups cut at a compressed-size target and column chunks encoded in
-/// parallel.
+/// Parquet output with row groups cut at a compressed-size target (or a row count, whichever
+/// comes first) and column chunks encoded in parallel.
 ///
 /// Written by hand on top of parquet-rs's `ArrowColumnWriter` API (rather than `ArrowWriter`)
 /// for two reasons the import benchmark shows:
@@ -52,6 +52,8 @@ pub(super) struct ParquetSink {
     rows_in_group: usize,
     /// Row-group target in compressed bytes.
     target: usize,
+    /// Most rows in a row group (`--row-group-rows`).
+    max_rows: usize,
     /// Observed compressed size / parquet-rs's estimate, from the last row group.
     calibration: f64,
     /// Compressed bytes per row of the last row group.
@@ -74,6 +76,7 @@ impl ParquetSink {
         schema: &SchemaRef,
         props: WriterProperties,
         target: usize,
+        max_rows: usize,
         blooms: Blooms,
     ) -> anyhow::Result<Self> {
         let stored = stored_schema(schema);
@@ -98,6 +101,7 @@ impl ParquetSink {
             lanes,
             rows_in_group: 0,
             target,
+            max_rows: max_rows.max(1),
             calibration: 1.0,
             bytes_per_row: None,
         })
@@ -255,7 +259,9 @@ impl FileSink for ParquetSink {
         let target = self.target as f64;
         let mut off = 0;
         while off < batch.num_rows() {
-            let mut take = WRITE_SLICE_ROWS.min(batch.num_rows() - off);
+            let mut take = WRITE_SLICE_ROWS
+                .min(batch.num_rows() - off)
+                .min(self.max_rows - self.rows_in_group);
             let per_row = if self.rows_in_group > 0 {
                 Some(self.estimated() / self.rows_in_group as f64)
             } else {
@@ -273,7 +279,7 @@ impl FileSink for ParquetSink {
             // (`crate::narrow`), so lists are narrowed to the slice first.
             self.encode(&crate::narrow::narrow_lists(&batch.slice(off, take))?)?;
             off += take;
-            if self.estimated() >= target {
+            if self.estimated() >= target || self.rows_in_group >= self.max_rows {
                 self.flush_row_group()?;
             }
         }
