@@ -477,21 +477,22 @@ impl LakeWriter {
         let total_bytes = tr.pending_bytes;
         tr.pending_rows = 0;
         tr.pending_bytes = 0;
-        let sorted = sort_buffered(&schema, &buffered, &t.sort_keys)?;
+        let sorted = sorted_batches(&schema, &buffered, &t.sort_keys)?;
         drop(buffered);
-        let n = sorted.num_rows();
+        let n: usize = sorted.iter().map(|b| b.num_rows()).sum();
         let emit = if all { n } else { n / 2 };
         let keep = n - emit;
         if keep > 0 {
             tr.pending_rows = keep;
             tr.pending_bytes = total_bytes * keep / n.max(1);
-            tr.pending.push(sorted.slice(emit, keep));
+            tr.pending.extend(slice_rows(&sorted, emit, keep));
         }
         if emit == 0 {
             return Ok(());
         }
-        let chunk = sorted.slice(0, emit);
-        let keys = sort_columns(&chunk, &t.sort_keys)?;
+        let chunk = slice_rows(&sorted, 0, emit);
+        drop(sorted);
+        let keys = key_columns(&chunk, &t.sort_keys)?;
         let rows = if keys.is_empty() {
             // No time column and no --sort: one unsorted file per partition.
             None
@@ -511,14 +512,9 @@ impl LakeWriter {
             (Some(rows), Some(w)) => partition_point(0, emit, |j| rows.row(j) < w.row()),
             _ => 0,
         };
-        // Late rows are copied out of the chunk: a slice would keep the whole chunk's buffers
-        // alive and count as their full size against the late buffer's budget.
+        // Late rows are copied out of the chunk, so that they hold none of its buffers.
         let late = if start > 0 {
-            // (`take` copies; `concat_batches` of a single slice would not.)
-            Some(take_record_batch(
-                &chunk,
-                &UInt32Array::from_iter_values(0..start as u32),
-            )?)
+            Some(copy_rows(&schema, &slice_rows(&chunk, 0, start))?)
         } else {
             None
         };
@@ -527,12 +523,15 @@ impl LakeWriter {
             "the catch-all tier has no open file"
         );
         if start < emit {
-            let part = chunk.slice(start, emit - start);
+            let part = slice_rows(&chunk, start, emit - start);
+            let part_rows = emit - start;
             let last_key = rows.as_ref().map(|r| r.row(emit - 1).owned());
             match tr.run.as_mut() {
                 Some(run) => {
-                    run.sink.write(&part)?;
-                    run.rows += part.num_rows() as u64;
+                    for b in &part {
+                        run.sink.write(b)?;
+                    }
+                    run.rows += part_rows as u64;
                     run.last_key = last_key;
                 }
                 None => {
@@ -544,16 +543,24 @@ impl LakeWriter {
                     );
                     let final_path = dir.join(name);
                     let (file, out) = PendingFile::create(t.name.clone(), final_path)?;
+                    // The file's encodings are chosen on its first rows (`store::CARDINALITY_SAMPLE`
+                    // of them), copied together when they span several batches.
+                    let first = concat_batches(
+                        &schema,
+                        &slice_rows(&part, 0, part_rows.min(store::CARDINALITY_SAMPLE)),
+                    )?;
                     let mut sink = if whole {
-                        store::open_whole(cfg, &schema, &t.sort_keys, &part, out)?
+                        store::open_whole(cfg, &schema, &t.sort_keys, &first, part_rows, out)?
                     } else {
-                        store::open(cfg, &schema, &t.sort_keys, n * 2, &part, out)?
+                        store::open(cfg, &schema, &t.sort_keys, n * 2, &first, out)?
                     };
-                    sink.write(&part)?;
+                    for b in &part {
+                        sink.write(b)?;
+                    }
                     tr.run = Some(Run {
                         file,
                         sink,
-                        rows: part.num_rows() as u64,
+                        rows: part_rows as u64,
                         last_key,
                     });
                 }
@@ -747,31 +754,45 @@ pub fn column_by_path(batch: &RecordBatch, path: &str) -> Option<ArrayRef> {
 }
 
 /// The rows of `batches` as one batch sorted by `keys` (concatenated as they are without keys).
-///
-/// Only the key columns are concatenated to compute the order; the rows are then gathered from
-/// the buffered batches in one pass (`interleave`), so every value is copied once, not twice as
-/// with concatenating everything and then `take` (the copies showed in import profiles).
 pub(crate) fn sort_buffered(
     schema: &SchemaRef,
     batches: &[RecordBatch],
     keys: &[String],
 ) -> anyhow::Result<RecordBatch> {
-    if keys.is_empty() || batches.is_empty() {
-        return Ok(concat_batches(schema, batches)?);
+    let sorted = sorted_batches(schema, batches, keys)?;
+    match <[RecordBatch; 1]>::try_from(sorted) {
+        Ok([one]) => Ok(one),
+        Err(many) => Ok(concat_batches(schema, &many)?),
     }
-    let per_batch = batches
-        .iter()
-        .map(|b| sort_columns(b, keys))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let key_cols = (0..keys.len())
-        .map(|k| {
-            let parts: Vec<&dyn Array> = per_batch.iter().map(|c| c[k].values.as_ref()).collect();
-            Ok(SortColumn {
-                values: concat(&parts)?,
-                options: per_batch[0][k].options,
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+}
+
+/// The rows of `batches` sorted by `keys`, as a sequence of batches under `schema`: the buffered
+/// batches themselves when their rows already are in order (or there are no keys), else one
+/// batch gathered from them.
+///
+/// In order is the common case (logs and flow exports are written in time order), and copying
+/// nothing there matters: concatenating the buffer was 8 % of an enriched sFlow import's CPU in a
+/// profile, and the half of it that a spill keeps was copied again by the next one. Only the
+/// key columns are concatenated to compute the order; out of order, the rows are gathered from
+/// the buffered batches in one pass (`interleave`), so every value is copied once, not twice as
+/// with concatenating everything and then `take`.
+pub(crate) fn sorted_batches(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    keys: &[String],
+) -> anyhow::Result<Vec<RecordBatch>> {
+    // Under the table's schema (with its metadata), as `concat_batches(schema, ..)` gives.
+    let as_is = || -> anyhow::Result<Vec<RecordBatch>> {
+        batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| Ok(RecordBatch::try_new(schema.clone(), b.columns().to_vec())?))
+            .collect()
+    };
+    if keys.is_empty() || batches.is_empty() {
+        return as_is();
+    }
+    let key_cols = key_columns(batches, keys)?;
     let order = lexsort_to_indices(&key_cols, None)?;
     if order
         .values()
@@ -779,9 +800,7 @@ pub(crate) fn sort_buffered(
         .enumerate()
         .all(|(i, &j)| j as usize == i)
     {
-        // Already in order (logs are written in time order): a bulk copy, not a gather row by
-        // row (the gather was ~6 % of a real conn log's import in a profile).
-        return Ok(concat_batches(schema, batches)?);
+        return as_is();
     }
     let mut origin = Vec::with_capacity(order.len());
     for (b, batch) in batches.iter().enumerate() {
@@ -790,11 +809,60 @@ pub(crate) fn sort_buffered(
     let picks: Vec<(usize, usize)> = order.values().iter().map(|&i| origin[i as usize]).collect();
     let refs: Vec<&RecordBatch> = batches.iter().collect();
     let sorted = interleave_record_batch(&refs, &picks)?;
-    // Under the table's schema (with its metadata), as `concat_batches(schema, ..)` gives.
-    Ok(RecordBatch::try_new(
+    Ok(vec![RecordBatch::try_new(
         schema.clone(),
         sorted.columns().to_vec(),
-    )?)
+    )?])
+}
+
+/// The sort-key columns of `batches`, each concatenated over them.
+fn key_columns(batches: &[RecordBatch], keys: &[String]) -> anyhow::Result<Vec<SortColumn>> {
+    let per_batch = batches
+        .iter()
+        .map(|b| sort_columns(b, keys))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    (0..keys.len())
+        .map(|k| {
+            let parts: Vec<&dyn Array> = per_batch.iter().map(|c| c[k].values.as_ref()).collect();
+            Ok(SortColumn {
+                values: concat(&parts)?,
+                options: per_batch[0][k].options,
+            })
+        })
+        .collect()
+}
+
+/// Rows `[off, off + len)` of `batches` read as one sequence, as slices of them (nothing copied).
+fn slice_rows(batches: &[RecordBatch], mut off: usize, mut len: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    for b in batches {
+        if len == 0 {
+            break;
+        }
+        let n = b.num_rows();
+        if off >= n {
+            off -= n;
+            continue;
+        }
+        let take = (n - off).min(len);
+        out.push(b.slice(off, take));
+        off = 0;
+        len -= take;
+    }
+    out
+}
+
+/// `batches` copied into one batch of their own, so that it holds none of their buffers (a slice
+/// would keep a whole batch alive and count as its full size against a buffer's budget).
+fn copy_rows(schema: &SchemaRef, batches: &[RecordBatch]) -> anyhow::Result<RecordBatch> {
+    match batches {
+        // `concat_batches` of one batch would return it as it is; `take` copies.
+        [one] => Ok(take_record_batch(
+            one,
+            &UInt32Array::from_iter_values(0..one.num_rows() as u32),
+        )?),
+        many => Ok(concat_batches(schema, many)?),
+    }
 }
 
 fn sort_columns(batch: &RecordBatch, keys: &[String]) -> anyhow::Result<Vec<SortColumn>> {
@@ -1025,5 +1093,75 @@ impl Emit for LakeWriter {
 
     fn table_bytes(&mut self, table: &TableName, bytes: u64) {
         self.summary.table(table).bytes_in += bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{Field, Schema};
+
+    fn batches(runs: &[&[i64]]) -> (SchemaRef, Vec<RecordBatch>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("t", DataType::Int64, true)]));
+        let b = runs
+            .iter()
+            .map(|r| {
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(r.to_vec()))])
+                    .unwrap()
+            })
+            .collect();
+        (schema, b)
+    }
+
+    fn values(b: &[RecordBatch]) -> Vec<i64> {
+        b.iter()
+            .flat_map(|b| {
+                let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn slices_across_batch_boundaries() {
+        let (_, b) = batches(&[&[0, 1, 2], &[], &[3, 4], &[5, 6, 7, 8]]);
+        for off in 0..=9 {
+            for len in 0..=9 - off {
+                let got = slice_rows(&b, off, len);
+                let want: Vec<i64> = (off as i64..(off + len) as i64).collect();
+                assert_eq!(values(&got), want, "off {off} len {len}");
+                assert!(got.iter().all(|g| g.num_rows() > 0));
+            }
+        }
+    }
+
+    #[test]
+    fn rows_in_order_are_not_copied_and_others_are_sorted() {
+        let keys = vec!["t".to_string()];
+        let (schema, b) = batches(&[&[1, 2, 2], &[3, 9]]);
+        let got = sorted_batches(&schema, &b, &keys).unwrap();
+        assert_eq!(got.len(), 2);
+        // The same buffers, not copies.
+        assert_eq!(
+            got[1].column(0).to_data().buffers()[0].as_ptr(),
+            b[1].column(0).to_data().buffers()[0].as_ptr()
+        );
+        let (schema, b) = batches(&[&[1, 5, 2], &[3, 0]]);
+        let got = sorted_batches(&schema, &b, &keys).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(values(&got), vec![0, 1, 2, 3, 5]);
+        assert_eq!(
+            values(&[sort_buffered(&schema, &b, &keys).unwrap()]),
+            vec![0, 1, 2, 3, 5]
+        );
+        // A copy holds none of the original buffers.
+        let c = copy_rows(&schema, &slice_rows(&b, 1, 1)).unwrap();
+        assert_eq!(values(&[c.clone()]), vec![5]);
+        let src = b[0].column(0).to_data().buffers()[0]
+            .as_slice()
+            .as_ptr_range();
+        let copy = c.column(0).to_data().buffers()[0].as_ptr();
+        assert!(!src.contains(&copy), "the copy points into its source");
     }
 }

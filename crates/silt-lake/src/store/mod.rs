@@ -68,19 +68,22 @@ pub fn open(
     open_sink(cfg, schema, sort, expected_rows, first, false, out)
 }
 
-/// Opens a sink for a file whose whole content is `batch` (written by the caller next, and
-/// nothing after it). A file that small enough for one page per column gets no page index: its
-/// column index would repeat the column chunks' statistics and its offset index their one page's
-/// offset, about 50 bytes a column, a tenth of a file of a hundred rows (issue 21: small files
-/// must not cost more than DuckDB's).
+/// Opens a sink for a file of `rows` rows in all (written by the caller next, and nothing after
+/// them), of which `first` are the first (all of them, or at least [`CARDINALITY_SAMPLE`]). A file
+/// small enough for one page per column gets no page index: its column index would repeat the
+/// column chunks' statistics and its offset index their one page's offset, about 50 bytes a
+/// column, a tenth of a file of a hundred rows (issue 21: small files must not cost more than
+/// DuckDB's).
 pub fn open_whole(
     cfg: &WriterConfig,
     schema: &SchemaRef,
     sort: &[String],
-    batch: &RecordBatch,
+    first: &RecordBatch,
+    rows: usize,
     out: BufWriter<File>,
 ) -> anyhow::Result<Box<dyn FileSink>> {
-    open_sink(cfg, schema, sort, batch.num_rows(), batch, true, out)
+    let whole = rows == first.num_rows();
+    open_sink(cfg, schema, sort, rows, first, whole, out)
 }
 
 /// Whether every column of `batch` fits in one data page (parquet-rs starts a new page at
