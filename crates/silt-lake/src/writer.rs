@@ -1157,7 +1157,7 @@ mod tests {
         );
         // A copy holds none of the original buffers.
         let c = copy_rows(&schema, &slice_rows(&b, 1, 1)).unwrap();
-        assert_eq!(values(&[c.clone()]), vec![5]);
+        assert_eq!(values(std::slice::from_ref(&c)), vec![5]);
         let src = b[0].column(0).to_data().buffers()[0]
             .as_slice()
             .as_ptr_range();
