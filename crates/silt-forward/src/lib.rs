@@ -30,8 +30,8 @@
 //! and must know sizes before the bytes arrive (for the frame limit).
 //!
 //! Not supported: the JSON variant of the protocol (fluentd accepts `[`/`{` text too; nothing
-//! that silt targets sends it), TLS (terminate it in front, or wrap the stream before
-//! [`serve_connection`]: it takes any `AsyncRead + AsyncWrite`), per-network shared keys.
+//! that silt targets sends it), per-network shared keys. TLS is rustls (`server::serve` with an
+//! acceptor), as fluentd's in_forward `<transport tls>` and Docker's `tls://` fluentd address.
 //!
 //! Touches the sockets it is given and the sink it is given; nothing else (no files, no
 //! global state; logs through `tracing`).

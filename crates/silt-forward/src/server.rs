@@ -19,14 +19,21 @@ use crate::conn::serve_connection_until;
 use crate::stats::add;
 use crate::{ForwardConfig, ForwardSink, ForwardStats};
 
+/// How long a client has to complete a TLS handshake.
+pub const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
+
 /// Accepts clients on `listener` (one task each, up to `max_connections`) until `shutdown`
-/// resolves. Accept errors (out of file descriptors and the like) are logged and retried, never
-/// returned; the only error is a configuration that does not validate.
+/// resolves. With `tls`, each connection first completes a TLS handshake (within
+/// [`TLS_HANDSHAKE`], in its own task, so a client that never finishes it holds only its
+/// socket); one that fails is counted (`tls_failures`), logged and closed. Accept errors (out of
+/// file descriptors and the like) are logged and retried, never returned; the only error is a
+/// configuration that does not validate.
 pub async fn serve(
     listener: TcpListener,
     cfg: Arc<ForwardConfig>,
     sink: Arc<dyn ForwardSink>,
     stats: Arc<ForwardStats>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     cfg.validate()
@@ -35,7 +42,7 @@ pub async fn serve(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, auth = cfg.shared_key.is_some(), "forward: listening");
+        tracing::info!(%addr, auth = cfg.shared_key.is_some(), tls = tls.is_some(), "forward: listening");
     }
     loop {
         tokio::select! {
@@ -51,14 +58,28 @@ pub async fn serve(
                         continue;
                     }
                     let _ = sock.set_nodelay(true);
-                    let (cfg, sink, stats) = (cfg.clone(), sink.clone(), stats.clone());
+                    let (cfg, sink, stats, tls) = (cfg.clone(), sink.clone(), stats.clone(), tls.clone());
                     let mut stop = stop_rx.clone();
                     tasks.spawn(async move {
                         let stopped = async move {
                             let _ = stop.wait_for(|s| *s).await;
                         };
                         // Counted and logged inside.
-                        let _ = serve_connection_until(sock, peer, cfg, sink, stats, stopped).await;
+                        let Some(acceptor) = tls else {
+                            let _ = serve_connection_until(sock, peer, cfg, sink, stats, stopped).await;
+                            return;
+                        };
+                        let why = match tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(sock)).await {
+                            Ok(Ok(s)) => {
+                                let _ = serve_connection_until(s, peer, cfg, sink, stats, stopped).await;
+                                return;
+                            }
+                            Ok(Err(e)) => format!("TLS handshake failed: {e}"),
+                            Err(_) => format!("no TLS handshake within {TLS_HANDSHAKE:?}"),
+                        };
+                        add(&stats.connections, 1);
+                        add(&stats.tls_failures, 1);
+                        tracing::warn!(peer = %peer, "forward: {why}; connection closed");
                     });
                 }
                 Err(e) => {

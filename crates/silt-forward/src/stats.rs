@@ -25,6 +25,8 @@ pub struct ForwardStats {
     pub rejected_frames: AtomicU64,
     /// Handshakes that failed (wrong key, unknown user, wrong password, not a PING).
     pub auth_failures: AtomicU64,
+    /// TLS handshakes that failed or did not finish in time (the connection was closed).
+    pub tls_failures: AtomicU64,
     /// Appends the sink answered with Backpressure.
     pub sink_backpressure: AtomicU64,
     /// Appends the sink answered with Failed.
@@ -108,6 +110,7 @@ pub struct StatsSnapshot {
     pub acks: u64,
     pub rejected_frames: u64,
     pub auth_failures: u64,
+    pub tls_failures: u64,
     pub sink_backpressure: u64,
     pub sink_failures: u64,
     pub heartbeats: u64,
@@ -165,6 +168,7 @@ impl ForwardStats {
             acks: g(&self.acks),
             rejected_frames: g(&self.rejected_frames),
             auth_failures: g(&self.auth_failures),
+            tls_failures: g(&self.tls_failures),
             sink_backpressure: g(&self.sink_backpressure),
             sink_failures: g(&self.sink_failures),
             heartbeats: g(&self.heartbeats),

@@ -89,6 +89,8 @@ pub struct ServeConfig {
     pub http: Option<SocketAddr>,
     /// fluentd Forward address (TCP, and the UDP heartbeat on the same port).
     pub forward: Option<SocketAddr>,
+    /// Forward over TLS (`--forward tls://HOST:PORT`; needs `tls`).
+    pub forward_tls: bool,
     /// Forward protocol settings (shared key, users, limits).
     pub forward_cfg: silt_forward::ForwardConfig,
     /// Tag -> table routes for Forward.
@@ -99,7 +101,7 @@ pub struct ServeConfig {
     pub tails: Vec<tail::TailSpec>,
     /// syslog listeners.
     pub syslogs: Vec<syslog::SyslogSpec>,
-    /// `--tls-cert` / `--tls-key`, for `--syslog tls://`.
+    /// `--tls-cert` / `--tls-key`, for `--syslog tls://` and `--forward tls://`.
     pub tls: Option<tls::TlsFiles>,
     /// `--sflow` / `--netflow` listeners.
     pub flows: Vec<flows::FlowSpec>,
@@ -152,6 +154,7 @@ impl ServeConfig {
             state: None,
             http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
             forward: None,
+            forward_tls: false,
             forward_cfg: silt_forward::ForwardConfig::default(),
             routes: Vec::new(),
             flight: None,
@@ -697,6 +700,13 @@ impl Server {
         let forward_stats = shared.forward.clone();
         let mut forward_addr = None;
         if let Some(addr) = cfg.forward {
+            let tls = match (cfg.forward_tls, &cfg.tls) {
+                (false, _) => None,
+                (true, Some(files)) => Some(tls::acceptor(files)?),
+                (true, None) => anyhow::bail!(
+                    "--forward tls://{addr}: give the server's certificate and key with --tls-cert and --tls-key"
+                ),
+            };
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (--forward)"))?;
@@ -712,7 +722,7 @@ impl Server {
             let fcfg = Arc::new(cfg.forward_cfg.clone());
             let (st, mut s1, mut s2) = (forward_stats.clone(), stopped.clone(), stopped.clone());
             tasks.push(tokio::spawn(async move {
-                let r = silt_forward::serve(listener, fcfg, sink, st, async move {
+                let r = silt_forward::serve(listener, fcfg, sink, st, tls, async move {
                     let _ = s1.wait_for(|s| *s).await;
                 })
                 .await;

@@ -244,6 +244,13 @@ pub fn render(s: &Shared) -> String {
     );
     line(
         &mut o,
+        "forward_tls_failures_total",
+        "counter",
+        "Forward TLS handshakes that failed or timed out; the connection was closed.",
+        f.tls_failures,
+    );
+    line(
+        &mut o,
         "queries_refused_total",
         "counter",
         "Queries refused because --max-queries were running.",

@@ -566,9 +566,11 @@ pub struct ServeArgs {
     /// HTTP API address (ingest, query, /health, /metrics); `none` for no HTTP.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http: String,
-    /// fluentd Forward protocol address (TCP, and the UDP heartbeat on the same port).
-    #[arg(long)]
-    pub forward: Option<std::net::SocketAddr>,
+    /// fluentd Forward protocol address: HOST:PORT (TCP, and the UDP heartbeat on the same
+    /// port), or tls://HOST:PORT for TLS (--tls-cert, --tls-key; Docker's fluentd log driver
+    /// `fluentd-address=tls://...`, fluentd's out_forward `transport tls`).
+    #[arg(long, value_name = "[tls://]HOST:PORT")]
+    pub forward: Option<String>,
     /// Arrow Flight SQL address.
     #[arg(long)]
     pub flight: Option<std::net::SocketAddr>,
@@ -577,7 +579,7 @@ pub struct ServeArgs {
     /// =TABLE (default syslog.messages); repeatable.
     #[arg(long = "syslog", value_name = "udp|tcp|tls://HOST:PORT[=TABLE]")]
     pub syslogs: Vec<String>,
-    /// PEM certificate chain for TLS listeners (--syslog tls://).
+    /// PEM certificate chain for TLS listeners (--syslog tls://, --forward tls://).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert.

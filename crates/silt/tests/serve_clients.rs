@@ -262,6 +262,12 @@ fn wait_count(http: &str, sql_from: &str, want: i64) {
 }
 
 fn go_client(forward: &str, work: &Path) -> bool {
+    go_client_with(forward, work, None)
+}
+
+/// [`go_client`], over TLS when `ca` (the server's certificate, trusted through SSL_CERT_FILE)
+/// is given.
+fn go_client_with(forward: &str, work: &Path, ca: Option<&Path>) -> bool {
     if !have("go") {
         missing("go (for fluent-logger-golang)");
         return false;
@@ -278,10 +284,12 @@ fn go_client(forward: &str, work: &Path) -> bool {
         "go build of the fluent-logger-golang client",
     );
     let (h, p) = host_port(forward);
-    run(
-        Command::new(&bin).args([&h, &p]),
-        "fluent-logger-golang client",
-    );
+    let mut cmd = Command::new(&bin);
+    cmd.args([&h, &p]);
+    if let Some(ca) = ca {
+        cmd.arg("tls").env("SSL_CERT_FILE", ca);
+    }
+    run(&mut cmd, "fluent-logger-golang client");
     true
 }
 
@@ -661,4 +669,99 @@ fn real_clients_against_silt_serve() {
         );
         assert_eq!(out.lines().nth(1), Some(n.to_string().as_str()), "{table}");
     }
+}
+
+/// `--forward tls://`: fluent-logger-golang (the library of Docker's fluentd log driver, whose
+/// `fluentd-address=tls://` it serves) sends over TLS with RequestAck, checking the server's
+/// certificate; every event is acked and queryable. A plain client is refused and counted.
+#[test]
+fn go_client_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    run(
+        Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=localhost"])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+        "openssl req (scripts/apt-deps.sh installs openssl)",
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (_child, http) = common::serve(
+        &dir.path().join("lake"),
+        &[
+            "--forward",
+            "tls://127.0.0.1:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--route",
+            "go.**=go.events",
+            "--flush-age",
+            "500ms",
+        ],
+        Some(tx),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let forward = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("no forward line in the banner");
+        eprintln!("serve: {line}");
+        if let Some(rest) = line.trim_start().strip_prefix("forward ") {
+            assert!(line.contains("TLS"), "{line}");
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || {
+        for line in rx {
+            eprintln!("serve: {line}");
+        }
+    });
+    // A plain client: its handshake fails and it is closed, counted in /metrics.
+    {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&forward).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = c.write_all(&[0x93, 0xa1, b't', 0x01, 0x80]);
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        assert!(got.is_empty() || got[0] == 0x15, "plain client got {got:?}");
+    }
+    if !go_client_with(&forward, dir.path(), Some(&cert)) {
+        return;
+    }
+    wait_count(&http, "go.events", 10);
+    let rows = query(&http, "SELECT n, msg FROM go.events ORDER BY n, time");
+    let got: Vec<(i64, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["n"].as_i64().unwrap(),
+                r["msg"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(i64, String)> = (0..5)
+        .flat_map(|n| [(n, format!("hello {n}")), (n, format!("hello {n}"))])
+        .collect();
+    assert_eq!(got, want);
+    let metrics = ureq::get(&format!("{http}/metrics"))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("silt_forward_tls_failures_total 1")),
+        "{metrics}"
+    );
 }

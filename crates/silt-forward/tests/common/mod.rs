@@ -145,6 +145,15 @@ pub struct Server {
 
 impl Server {
     pub async fn start(cfg: ForwardConfig, sink: Arc<dyn ForwardSink>) -> Server {
+        Server::start_tls(cfg, sink, None).await
+    }
+
+    /// [`Server::start`], with TLS when `tls` is given.
+    pub async fn start_tls(
+        cfg: ForwardConfig,
+        sink: Arc<dyn ForwardSink>,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let stats = Arc::new(ForwardStats::new());
@@ -154,6 +163,7 @@ impl Server {
             Arc::new(cfg),
             sink,
             stats.clone(),
+            tls,
             async move {
                 let _ = rx.await;
             },

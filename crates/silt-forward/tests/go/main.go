@@ -1,6 +1,8 @@
 // A fluent-logger-golang client for silt-forward's real-client test (tests/clients.rs): sends
 // events with nested maps, binary values, EventTime and integer time, with RequestAck (each
-// Post waits for the server's ack of its chunk and fails without it). Usage: client HOST PORT.
+// Post waits for the server's ack of its chunk and fails without it). Usage: client HOST PORT
+// [tls] (tls: over TLS, the server's certificate checked against the system's roots, or the
+// file SSL_CERT_FILE names).
 package main
 
 import (
@@ -12,8 +14,9 @@ import (
 	"github.com/fluent/fluent-logger-golang/fluent"
 )
 
-func logger(host string, port int, subSecond bool) *fluent.Fluent {
+func logger(host string, port int, subSecond bool, network string) *fluent.Fluent {
 	l, err := fluent.New(fluent.Config{
+		FluentNetwork:      network,
 		FluentHost:         host,
 		FluentPort:         port,
 		RequestAck:         true,
@@ -31,8 +34,11 @@ func logger(host string, port int, subSecond bool) *fluent.Fluent {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: client HOST PORT")
+	network := "tcp"
+	if len(os.Args) == 4 && os.Args[3] == "tls" {
+		network = "tls"
+	} else if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: client HOST PORT [tls]")
 		os.Exit(2)
 	}
 	port, err := strconv.Atoi(os.Args[2])
@@ -41,7 +47,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, subSecond := range []bool{true, false} {
-		l := logger(os.Args[1], port, subSecond)
+		l := logger(os.Args[1], port, subSecond, network)
 		tag := "go.int"
 		if subSecond {
 			tag = "go.ns"

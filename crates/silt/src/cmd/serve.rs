@@ -60,7 +60,22 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             anyhow::anyhow!("--http {s:?}: give HOST:PORT, e.g. 127.0.0.1:8080, or none")
         })?),
     };
-    cfg.forward = a.forward;
+    if let Some(f) = &a.forward {
+        let (tls, addr) = match f.split_once("://") {
+            Some(("tls", rest)) => (true, rest),
+            Some(("tcp", rest)) => (false, rest),
+            Some((other, _)) => anyhow::bail!(
+                "--forward {f:?}: {other}:// is not tcp or tls; give HOST:PORT or tls://HOST:PORT"
+            ),
+            None => (false, f.as_str()),
+        };
+        cfg.forward = Some(addr.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "--forward {f:?}: give HOST:PORT or tls://HOST:PORT, e.g. 127.0.0.1:24224"
+            )
+        })?);
+        cfg.forward_tls = tls;
+    }
     cfg.syslogs = a
         .syslogs
         .iter()
@@ -240,6 +255,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         reader_wait: a.query_timeout,
     };
     cfg.writer = writer;
+    let cfg_forward_tls = cfg.forward_tls;
     let rt = silt_query::runtime()?;
     rt.block_on(async move {
         let server = Server::start(cfg).await?;
@@ -253,7 +269,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             );
         }
         if let Some(f) = server.forward_addr {
-            eprintln!("  forward   {f}  (fluentd Forward, TCP + UDP heartbeat)");
+            let kind = if cfg_forward_tls { "TLS" } else { "TCP" };
+            eprintln!("  forward   {f}  (fluentd Forward, {kind} + UDP heartbeat)");
         }
         if let Some(f) = server.flight_addr {
             eprintln!("  flight    grpc://{f}  (Arrow Flight SQL)");
