@@ -64,22 +64,58 @@ def real_line(lines, k, rnd):
     return ip + " " + rest.replace("22/Jan/2019", f"{day:02d}/Jan/2019", 1)
 
 
-def make_frames(n_frames, per_frame, family, seed=7):
+# --times advance: each entry's EventTime is (seconds, nanoseconds) with the seconds and the
+# nanoseconds' top byte put per frame where this marker is (one C-level join per frame, cheap
+# enough for the client to keep its schedule) and the low 3 bytes the entry's index in
+# microseconds: global frame n is at BASE + n // 59 s + (n % 59) * 2**24 ns, entry j 1 µs later
+# each, so event time advances frame by frame (about 16.8 ms of event time per frame) as a live
+# stream's does.
+BASE = 1711299600
+MARK = b"\xf8\xf9\xfa\xfb\xfc"
+
+
+def make_frames(n_frames, per_frame, family, times, seed=7):
     rnd = random.Random(seed)
     lines = corpus_lines() if family == "real" else None
     frames = []
     k = 0
     for f in range(n_frames):
         entries = bytearray()
-        for _ in range(per_frame):
-            t = msgpack.ExtType(0, (1711299600 + k // 1000).to_bytes(4, "big") + (k % 1000 * 1000).to_bytes(4, "big"))
+        for j in range(per_frame):
+            if times == "cycle":
+                t = msgpack.ExtType(0, (BASE + k // 1000).to_bytes(4, "big") + (k % 1000 * 1000).to_bytes(4, "big"))
+            else:
+                t = msgpack.ExtType(0, MARK + (j * 1000).to_bytes(3, "big"))
             log = real_line(lines, k, rnd) if lines else nginx_line(k, rnd)
             rec = {"container_id": "3f2a" * 16, "container_name": "/web", "source": "stdout",
                    "log": log}
             entries += msgpack.packb([t, rec], use_bin_type=True)
             k += 1
+        if times == "advance":
+            assert entries.count(MARK) == per_frame
         frames.append(bytes(entries))
     return frames
+
+
+class Frames:
+    """The frames to send: connection `cid` of `conns` sends `get(i, cid)` as its i-th frame.
+
+    times "cycle": the 64 prebuilt frames over and over, the same event times each pass (all
+    the runs recorded before 2026-11-28; the server's sort then has to interleave the two
+    connections' rows one by one). "advance": event time advances with every frame sent, over
+    all connections (global frame number i * conns + cid), as a live stream's does."""
+
+    def __init__(self, templates, times, conns):
+        self.templates, self.times, self.conns = templates, times, conns
+        # Split at the markers once; a frame is then one join (a copy), not a search.
+        self.parts = [t.split(MARK) for t in templates]
+
+    def get(self, i, cid):
+        k = i % len(self.templates)
+        if self.times == "cycle":
+            return self.templates[k]
+        n = i * self.conns + cid
+        return ((BASE + n // 59).to_bytes(4, "big") + bytes([n % 59])).join(self.parts[k])
 
 
 def packed(tag, entries, chunk, n):
@@ -96,7 +132,7 @@ def sender(port, frames, per_frame, window, stop, lat, counts, cid):
         while not stop.is_set() and len(sent) < window:
             chunk = f"c{cid}-{i}"
             sent[chunk] = time.perf_counter()
-            s.sendall(packed("docker.web", frames[i % len(frames)], chunk, per_frame))
+            s.sendall(packed("docker.web", frames.get(i, cid), chunk, per_frame))
             i += 1
         data = s.recv(65536)
         if not data:
@@ -162,7 +198,7 @@ def open_sender(port, frames, per_frame, interval, offset, t_end, lat, counts, c
         chunk = f"c{cid}-{i}"
         sched[chunk] = (nxt, now)
         lags.append(now - nxt)
-        s.sendall(packed("docker.web", frames[i % len(frames)], chunk, per_frame))
+        s.sendall(packed("docker.web", frames.get(i, cid), chunk, per_frame))
         i += 1
         nxt += interval
     state["done"] = True
@@ -257,6 +293,9 @@ def main():
     ap.add_argument("--family", choices=["real", "gen"], default="real",
                     help="real: the corpus's nginx access log repeated with shifted days and addresses "
                          "(default); gen: generated nginx lines")
+    ap.add_argument("--times", choices=["advance", "cycle"], default="advance",
+                    help="event times: advance frame by frame as a live stream's (default), or cycle "
+                         "over the same 64 seconds (the runs before 2026-11-28)")
     ap.add_argument("--rate", type=float, default=0,
                     help="open loop: events/s offered over all connections, on a fixed schedule "
                          "(latency from each frame's scheduled send time); 0: closed loop (--window)")
@@ -291,7 +330,7 @@ def main():
 def run(a, lake, state, procs):
     fport, hport = free_port(), free_port()
     print(f"== making frames ({a.frame_events} events each)", flush=True)
-    frames = make_frames(64, a.frame_events, a.family)
+    frames = Frames(make_frames(64, a.frame_events, a.family, a.times), a.times, a.connections)
     srv = subprocess.Popen([a.silt, "serve", "--lake", lake, "--http", f"127.0.0.1:{hport}",
                             "--forward", f"127.0.0.1:{fport}", "--route", "docker.**=docker.nginx",
                             "--parse-field", "docker.nginx:log=access"] + state + a.serve_arg,
@@ -353,7 +392,7 @@ def run(a, lake, state, procs):
                 f"latency from each frame's scheduled send time")
     else:
         mode = f"closed loop: {a.connections} Forward connections x {a.window} frames in flight"
-    print(f"\nsilt serve, family {a.family}, {mode}, {a.frame_events} events/frame, {a.seconds:.0f} s, "
+    print(f"\nsilt serve, family {a.family}, event times {a.times}, {mode}, {a.frame_events} events/frame, {a.seconds:.0f} s, "
           f"2 CPUs shared with the clients")
     print(f"| measure | value | goal | ratio to goal |")
     print(f"|---|---|---|---|")

@@ -773,9 +773,16 @@ pub(crate) fn sort_buffered(
 /// In order is the common case (logs and flow exports are written in time order), and copying
 /// nothing there matters: concatenating the buffer was 8 % of an enriched sFlow import's CPU in a
 /// profile, and the half of it that a spill keeps was copied again by the next one. Only the
-/// key columns are concatenated to compute the order; out of order, the rows are gathered from
-/// the buffered batches in one pass (`interleave`), so every value is copied once, not twice as
-/// with concatenating everything and then `take`.
+/// key columns are concatenated to compute the order.
+///
+/// Nearly in order is the next most common: a server's buffer holds many senders' batches,
+/// each in time order, arriving a little out of step. The sorted order is then long runs of
+/// consecutive rows ([`sorted_runs`]), and those runs are handed on as slices of the buffered
+/// batches (short ones copied together, [`MIN_SLICE_ROWS`]), copying little or nothing.
+/// Gathering every row one by one (`interleave`) was half of `silt serve`'s flush thread in a
+/// profile. Truly shuffled rows (runs shorter than [`MIN_MEAN_RUN`] on average) are still
+/// gathered in one pass, so every value is copied once, not twice as with concatenating
+/// everything and then `take`.
 pub(crate) fn sorted_batches(
     schema: &SchemaRef,
     batches: &[RecordBatch],
@@ -802,6 +809,17 @@ pub(crate) fn sorted_batches(
     {
         return as_is();
     }
+    let starts: Vec<usize> = batches
+        .iter()
+        .scan(0, |at, b| {
+            let s = *at;
+            *at += b.num_rows();
+            Some(s)
+        })
+        .collect();
+    if let Some(runs) = sorted_runs(order.values(), &starts) {
+        return runs_to_batches(schema, batches, &starts, &runs);
+    }
     let mut origin = Vec::with_capacity(order.len());
     for (b, batch) in batches.iter().enumerate() {
         origin.extend((0..batch.num_rows()).map(|r| (b, r)));
@@ -813,6 +831,81 @@ pub(crate) fn sorted_batches(
         schema.clone(),
         sorted.columns().to_vec(),
     )?])
+}
+
+/// Below this many rows per run on average, sorted rows are gathered one by one.
+const MIN_MEAN_RUN: usize = 16;
+
+/// Runs shorter than this are copied together with their neighbours into one batch rather than
+/// handed on as slices: each batch costs the Parquet sink a round of its encoding threads, which
+/// a few hundred rows amortise.
+const MIN_SLICE_ROWS: usize = 512;
+
+/// `order` (the sorted order of the rows of batches starting at global rows `starts`) as runs
+/// of consecutive rows within one batch: `(first global row, rows)` each, in output order.
+/// `None` when the runs are too short on average ([`MIN_MEAN_RUN`]) to be worth slicing.
+fn sorted_runs(order: &[u32], starts: &[usize]) -> Option<Vec<(usize, usize)>> {
+    let max_runs = order.len() / MIN_MEAN_RUN;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        if runs.len() >= max_runs {
+            return None;
+        }
+        let first = order[i] as usize;
+        // The end of the batch `first` is in: a run does not cross it.
+        let b = starts.partition_point(|&s| s <= first);
+        let end = starts.get(b).copied().unwrap_or(usize::MAX);
+        let mut len = 1;
+        while i + len < order.len() && order[i + len] as usize == first + len && first + len < end {
+            len += 1;
+        }
+        runs.push((first, len));
+        i += len;
+    }
+    Some(runs)
+}
+
+/// The rows of `runs` (from [`sorted_runs`]) as batches under `schema`: a run of at least
+/// [`MIN_SLICE_ROWS`] as a slice of its batch (nothing copied), shorter neighbours copied into
+/// one batch together.
+fn runs_to_batches(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    starts: &[usize],
+    runs: &[(usize, usize)],
+) -> anyhow::Result<Vec<RecordBatch>> {
+    let slice = |(first, len): (usize, usize)| {
+        let b = starts.partition_point(|&s| s <= first) - 1;
+        batches[b].slice(first - starts[b], len)
+    };
+    let mut out = Vec::new();
+    let mut small: Vec<RecordBatch> = Vec::new();
+    let mut small_rows = 0;
+    let copy_small = |small: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| {
+        if !small.is_empty() {
+            out.push(concat_batches(schema, small.iter())?);
+            small.clear();
+        }
+        anyhow::Ok(())
+    };
+    for &(first, len) in runs {
+        if len >= MIN_SLICE_ROWS {
+            copy_small(&mut small, &mut out)?;
+            small_rows = 0;
+            let s = slice((first, len));
+            out.push(RecordBatch::try_new(schema.clone(), s.columns().to_vec())?);
+        } else {
+            small.push(slice((first, len)));
+            small_rows += len;
+            if small_rows >= MIN_SLICE_ROWS {
+                copy_small(&mut small, &mut out)?;
+                small_rows = 0;
+            }
+        }
+    }
+    copy_small(&mut small, &mut out)?;
+    Ok(out)
 }
 
 /// The sort-key columns of `batches`, each concatenated over them.
@@ -1134,6 +1227,49 @@ mod tests {
                 assert!(got.iter().all(|g| g.num_rows() > 0));
             }
         }
+    }
+
+    #[test]
+    fn runs_of_sorted_rows_go_on_as_slices() {
+        let keys = vec!["t".to_string()];
+        // Two senders' batches of 1,000 rows each, interleaved in time a little out of step:
+        // 0..1000 in batch 0, 1000..2000 in batch 2, 2000..3000 in batch 1, and so on.
+        let n = MIN_SLICE_ROWS as i64 * 2;
+        let run = |k: i64| (k * n..(k + 1) * n).collect::<Vec<i64>>();
+        let (r0, r1, r2, r3) = (run(0), run(1), run(2), run(3));
+        let (schema, b) = batches(&[&r0, &r2, &r1, &r3]);
+        let got = sorted_batches(&schema, &b, &keys).unwrap();
+        assert_eq!(values(&got), (0..4 * n).collect::<Vec<_>>());
+        assert_eq!(got.len(), 4);
+        for (g, src) in got.iter().zip([0, 2, 1, 3]) {
+            assert_eq!(
+                g.column(0).to_data().buffers()[0].as_ptr(),
+                b[src].column(0).to_data().buffers()[0].as_ptr(),
+                "a long run is a slice of its batch, not a copy"
+            );
+        }
+        // A run stops at the end of its batch even when the next batch goes on from it.
+        let order: Vec<u32> = (48..96).chain(0..48).collect();
+        assert_eq!(
+            sorted_runs(&order, &[0, 32, 64]).unwrap(),
+            vec![(48, 16), (64, 32), (0, 32), (32, 16)]
+        );
+        // Short runs are copied together; the order is right either way.
+        let short: Vec<Vec<i64>> = (0..64).map(|k| (k * 20..(k + 1) * 20).collect()).collect();
+        let mut shuffled: Vec<&[i64]> = short.iter().map(|v| v.as_slice()).collect();
+        shuffled.reverse();
+        let (schema, b) = batches(&shuffled);
+        let got = sorted_batches(&schema, &b, &keys).unwrap();
+        assert_eq!(values(&got), (0..64 * 20).collect::<Vec<_>>());
+        assert!(got.len() < 64 && got.iter().all(|g| g.num_rows() >= 20));
+        // Shuffled rows (runs of one) are gathered one by one, into one batch.
+        let order: Vec<u32> = (0..1000u32).map(|i| (i * 7) % 1000).collect();
+        assert!(sorted_runs(&order, &[0]).is_none());
+        let vals: Vec<i64> = order.iter().map(|&i| i as i64).collect();
+        let (schema, b) = batches(&[&vals]);
+        let got = sorted_batches(&schema, &b, &keys).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(values(&got), (0..1000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -312,7 +312,10 @@ fn high_cardinality_leaves(
     expected_rows: usize,
 ) -> Vec<HighCardinality> {
     use arrow::array::{Array, AsArray};
-    use std::collections::HashSet;
+    // hashbrown's default hasher (foldhash), not std's SipHash: this runs on the first 64Ki
+    // rows of every column of every file, several times a second in `silt serve` (SipHash was
+    // a quarter of the serve flush thread's time in `perf`).
+    use hashbrown::HashSet;
     /// Whether a dictionary is not worth it (distinct values over half the rows, or more bytes
     /// than the dictionary page holds), and the mean value length.
     ///
@@ -335,7 +338,7 @@ fn high_cardinality_leaves(
         page: usize,
         rows: usize,
     ) -> (bool, f64, usize) {
-        let mut seen: HashSet<&[u8]> = HashSet::new();
+        let mut seen: HashSet<&[u8]> = HashSet::with_capacity(n.min(4096));
         let (mut bytes, mut dict_bytes, mut half_distinct) = (0usize, 0usize, 0usize);
         for (i, v) in values.enumerate() {
             if i == n / 2 {
