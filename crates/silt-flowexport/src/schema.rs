@@ -410,6 +410,10 @@ fn ts_col<I: Iterator<Item = Option<i64>>>(it: I) -> ArrayRef {
     )
 }
 
+fn ts_vals<I: Iterator<Item = i64>>(it: I) -> ArrayRef {
+    Arc::new(TimestampMicrosecondArray::from_iter_values(it).with_timezone("UTC"))
+}
+
 fn u32_list<'a, I: Iterator<Item = Option<&'a Vec<u32>>>>(it: I) -> ArrayRef {
     Arc::new(ListArray::from_iter_primitive::<UInt32Type, _, _>(it.map(
         |o| o.map(|v| v.iter().map(|&x| Some(x)).collect::<Vec<_>>()),
@@ -520,23 +524,30 @@ macro_rules! col {
     };
 }
 
+/// A column that is never null: no validity bitmap to build here, nor to read when encoding.
+macro_rules! vals {
+    ($arr:ty, $rows:expr, |$r:ident| $e:expr) => {
+        Arc::new(<$arr>::from_iter_values($rows.iter().map(|$r| $e))) as ArrayRef
+    };
+}
+
 fn sflow_common_cols<T>(
     rows: &[(Arc<SflowCtx>, T)],
     head: impl Fn(&T) -> &SampleHead,
 ) -> Vec<ArrayRef> {
     vec![
-        ts_col(rows.iter().map(|(c, _)| Some(c.received_us))),
+        ts_vals(rows.iter().map(|(c, _)| c.received_us)),
         addr_col(rows.iter().map(|(c, _)| Some(&c.exporter))),
-        col!(UInt16Array, rows, |r| Some(r.0.exporter_port)),
-        col!(UInt64Array, rows, |r| Some(r.0.frame)),
+        vals!(UInt16Array, rows, |r| r.0.exporter_port),
+        vals!(UInt64Array, rows, |r| r.0.frame),
         addr_col(rows.iter().map(|(c, _)| Some(&c.agent))),
-        col!(UInt32Array, rows, |r| Some(r.0.sub_agent)),
-        col!(UInt32Array, rows, |r| Some(r.0.datagram_seq)),
-        col!(UInt32Array, rows, |r| Some(r.0.uptime_ms)),
-        col!(UInt32Array, rows, |r| Some(head(&r.1).seq)),
+        vals!(UInt32Array, rows, |r| r.0.sub_agent),
+        vals!(UInt32Array, rows, |r| r.0.datagram_seq),
+        vals!(UInt32Array, rows, |r| r.0.uptime_ms),
+        vals!(UInt32Array, rows, |r| head(&r.1).seq),
         col!(BooleanArray, rows, |r| Some(head(&r.1).expanded)),
-        col!(UInt32Array, rows, |r| Some(head(&r.1).source_id_type)),
-        col!(UInt32Array, rows, |r| Some(head(&r.1).source_id_index)),
+        vals!(UInt32Array, rows, |r| head(&r.1).source_id_type),
+        vals!(UInt32Array, rows, |r| head(&r.1).source_id_index),
     ]
 }
 
@@ -544,13 +555,13 @@ fn sflow_common_cols<T>(
 pub fn sample_batch(rows: &[(Arc<SflowCtx>, SampleRow)]) -> anyhow::Result<RecordBatch> {
     let mut c = sflow_common_cols(rows, |r: &SampleRow| &r.head);
     c.extend([
-        col!(UInt32Array, rows, |r| Some(r.1.sampling_rate)),
-        col!(UInt32Array, rows, |r| Some(r.1.sample_pool)),
-        col!(UInt32Array, rows, |r| Some(r.1.drops)),
-        col!(UInt32Array, rows, |r| Some(r.1.input_format)),
-        col!(UInt32Array, rows, |r| Some(r.1.input)),
-        col!(UInt32Array, rows, |r| Some(r.1.output_format)),
-        col!(UInt32Array, rows, |r| Some(r.1.output)),
+        vals!(UInt32Array, rows, |r| r.1.sampling_rate),
+        vals!(UInt32Array, rows, |r| r.1.sample_pool),
+        vals!(UInt32Array, rows, |r| r.1.drops),
+        vals!(UInt32Array, rows, |r| r.1.input_format),
+        vals!(UInt32Array, rows, |r| r.1.input),
+        vals!(UInt32Array, rows, |r| r.1.output_format),
+        vals!(UInt32Array, rows, |r| r.1.output),
         col!(UInt32Array, rows, |r| r.1.header_protocol),
         col!(UInt32Array, rows, |r| r.1.frame_length),
         col!(UInt32Array, rows, |r| r.1.stripped),
@@ -617,17 +628,14 @@ pub fn counter_batch(rows: &[(Arc<SflowCtx>, CounterRow)]) -> anyhow::Result<Rec
 /// Builds a `netflow.flow` batch. The time column is `flow_end`, else `received`.
 pub fn flow_batch(rows: &[(Arc<FlowCtx>, FlowRow)]) -> anyhow::Result<RecordBatch> {
     let c: Vec<ArrayRef> = vec![
-        ts_col(
-            rows.iter()
-                .map(|(c, r)| Some(r.flow_end.unwrap_or(c.received_us))),
-        ),
-        ts_col(rows.iter().map(|(c, _)| Some(c.received_us))),
+        ts_vals(rows.iter().map(|(c, r)| r.flow_end.unwrap_or(c.received_us))),
+        ts_vals(rows.iter().map(|(c, _)| c.received_us)),
         addr_col(rows.iter().map(|(c, _)| Some(&c.exporter))),
-        col!(UInt16Array, rows, |r| Some(r.0.exporter_port)),
-        col!(UInt64Array, rows, |r| Some(r.0.frame)),
-        col!(UInt16Array, rows, |r| Some(r.0.version)),
-        col!(UInt32Array, rows, |r| Some(r.0.domain)),
-        col!(UInt32Array, rows, |r| Some(r.0.sequence)),
+        vals!(UInt16Array, rows, |r| r.0.exporter_port),
+        vals!(UInt64Array, rows, |r| r.0.frame),
+        vals!(UInt16Array, rows, |r| r.0.version),
+        vals!(UInt32Array, rows, |r| r.0.domain),
+        vals!(UInt32Array, rows, |r| r.0.sequence),
         col!(UInt16Array, rows, |r| r.1.template_id),
         addr_col(rows.iter().map(|r| r.1.src.as_ref())),
         addr_col(rows.iter().map(|r| r.1.dst.as_ref())),
