@@ -4,6 +4,7 @@ acknowledgement to visible in a query, and RSS over the run.
 
   bench/serve.sh [--family real|gen] [--seconds 60] [--connections 2] [--window 8] [--frame-events 1000]
   bench/serve.sh --rate 300000 ...          # open loop: this many events/s offered
+  bench/serve.sh --times cycle ...          # the same 64 seconds of event time over and over (before 2026-11-28)
 
 Starts `silt serve` on a fresh lake with the Forward route of the README
 (docker.** -> docker.nginx, --parse-field docker.nginx:log=access), then for --seconds:
