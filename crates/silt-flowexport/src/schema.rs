@@ -628,7 +628,10 @@ pub fn counter_batch(rows: &[(Arc<SflowCtx>, CounterRow)]) -> anyhow::Result<Rec
 /// Builds a `netflow.flow` batch. The time column is `flow_end`, else `received`.
 pub fn flow_batch(rows: &[(Arc<FlowCtx>, FlowRow)]) -> anyhow::Result<RecordBatch> {
     let c: Vec<ArrayRef> = vec![
-        ts_vals(rows.iter().map(|(c, r)| r.flow_end.unwrap_or(c.received_us))),
+        ts_vals(
+            rows.iter()
+                .map(|(c, r)| r.flow_end.unwrap_or(c.received_us)),
+        ),
         ts_vals(rows.iter().map(|(c, _)| c.received_us)),
         addr_col(rows.iter().map(|(c, _)| Some(&c.exporter))),
         vals!(UInt16Array, rows, |r| r.0.exporter_port),
