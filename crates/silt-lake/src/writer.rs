@@ -1232,8 +1232,8 @@ mod tests {
     #[test]
     fn runs_of_sorted_rows_go_on_as_slices() {
         let keys = vec!["t".to_string()];
-        // Two senders' batches of 1,000 rows each, interleaved in time a little out of step:
-        // 0..1000 in batch 0, 1000..2000 in batch 2, 2000..3000 in batch 1, and so on.
+        // Senders' batches of n rows each (runs long enough to go on as slices), arriving a
+        // little out of step: rows 0..n in batch 0, n..2n in batch 2, 2n..3n in batch 1.
         let n = MIN_SLICE_ROWS as i64 * 2;
         let run = |k: i64| (k * n..(k + 1) * n).collect::<Vec<i64>>();
         let (r0, r1, r2, r3) = (run(0), run(1), run(2), run(3));
