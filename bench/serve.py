@@ -242,7 +242,8 @@ def rss(pid):
 
 
 SERIES = ["memory_rows_bytes", "wal_last_seq", "ingest_visible_seq", "flushed_seq", "flush_total",
-          "flush_files_total", "queries_total", "query_seconds_total", "compactions_total"]
+          "flush_files_total", "queries_total", "query_seconds_total", "compactions_total",
+          "lake_files", "footer_cache_bytes"]
 
 
 def metrics(hport):

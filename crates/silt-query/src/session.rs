@@ -210,6 +210,11 @@ impl SharedFooters {
         self.0.len()
     }
 
+    /// Bytes the held footers are accounted for (at most the budget given to [`Self::new`]).
+    pub fn bytes(&self) -> usize {
+        self.0.list_entries().values().map(|e| e.size_bytes).sum()
+    }
+
     /// Whether no footer is held.
     pub fn is_empty(&self) -> bool {
         self.0.len() == 0

@@ -149,6 +149,21 @@ pub fn render(s: &Shared) -> String {
         "Bytes of rows held in memory until their flush.",
         l(&i.memory_bytes),
     );
+    let index = s.live.index();
+    line(
+        &mut o,
+        "lake_files",
+        "gauge",
+        "Data files in the server's index of the lake (each costs index memory until compaction merges it).",
+        index.tables.values().map(|t| t.files.len()).sum::<usize>(),
+    );
+    line(
+        &mut o,
+        "footer_cache_bytes",
+        "gauge",
+        "Bytes of Parquet footers kept between queries (at most 64 MiB).",
+        s.footers.bytes(),
+    );
     let m = &s.metrics;
     line(
         &mut o,

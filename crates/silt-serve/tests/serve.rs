@@ -226,6 +226,25 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
         );
         assert_eq!(v[0]["n"], 511);
         assert_eq!(v[0]["d"], 511);
+        // The index holds the lake's files, and the query's footers are kept for the next.
+        let m = agent()
+            .get(&format!("http://{addr}/metrics"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        assert!(
+            m.contains(&format!("silt_lake_files {}\n", files.len())),
+            "{m}"
+        );
+        let footers: u64 = m
+            .lines()
+            .find_map(|l| l.strip_prefix("silt_footer_cache_bytes "))
+            .expect("footer cache gauge")
+            .parse()
+            .unwrap();
+        assert!(footers > 0, "{m}");
     })
     .await
     .unwrap();
