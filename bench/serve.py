@@ -312,6 +312,9 @@ def main():
                                      "cache and a few of the server's /metrics here (CSV): where memory or lag grows "
                                      "over a long run")
     a = ap.parse_args()
+    if a.times == "advance" and a.frame_events > 16000:
+        # Entry j's microseconds fill the low 3 bytes of its nanoseconds (see MARK).
+        ap.error("--times advance stamps at most 16,000 events per frame; use --times cycle for more")
     tmp = tempfile.mkdtemp(prefix="silt-bench-serve-")
     # An object-store lake keeps the server's write-ahead log and staging in a state directory.
     lake, state = (a.lake, ["--state", os.path.join(tmp, "state")]) if a.lake else (tmp, [])
