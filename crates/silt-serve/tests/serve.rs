@@ -35,6 +35,17 @@ fn post(addr: SocketAddr, path: &str, ctype: &str, body: &[u8]) -> (u16, serde_j
     (status, v)
 }
 
+/// The server's `/metrics` text.
+fn metrics(addr: SocketAddr) -> String {
+    agent()
+        .get(&format!("http://{addr}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap()
+}
+
 fn query(addr: SocketAddr, sql: &str) -> serde_json::Value {
     let (status, v) = post(
         addr,
@@ -199,13 +210,7 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
         )
         .unwrap();
         assert_eq!(h["status"], "ok");
-        let m = agent()
-            .get(&format!("http://{addr}/metrics"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
+        let m = metrics(addr);
         assert!(m.contains("silt_wal_appends_total 7"), "{m}");
     });
     t.await.unwrap();
@@ -227,13 +232,7 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
         assert_eq!(v[0]["n"], 511);
         assert_eq!(v[0]["d"], 511);
         // The index holds the lake's files, and the query's footers are kept for the next.
-        let m = agent()
-            .get(&format!("http://{addr}/metrics"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
+        let m = metrics(addr);
         assert!(
             m.contains(&format!("silt_lake_files {}\n", files.len())),
             "{m}"
@@ -335,13 +334,7 @@ async fn queries_beyond_max_queries_are_refused_with_429() {
             v["error"].as_str().unwrap().contains("--max-queries 1"),
             "{v}"
         );
-        let m = agent()
-            .get(&format!("http://{addr}/metrics"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
+        let m = metrics(addr);
         assert!(m.contains("silt_queries_refused_total 2"), "{m}");
         assert!(m.contains("silt_queries_running 1"), "{m}");
     })
