@@ -243,7 +243,7 @@ def rss(pid):
 
 SERIES = ["memory_rows_bytes", "wal_last_seq", "ingest_visible_seq", "flushed_seq", "flush_total",
           "flush_files_total", "queries_total", "query_seconds_total", "compactions_total",
-          "lake_files", "footer_cache_bytes"]
+          "lake_files", "footer_cache_bytes", "memory_trims_total", "memory_trim_seconds_total"]
 
 
 def metrics(hport):
@@ -311,16 +311,34 @@ def main():
     ap.add_argument("--series", help="write, every second, the server's RSS, the machine's dirty and under-writeback page "
                                      "cache and a few of the server's /metrics here (CSV): where memory or lag grows "
                                      "over a long run")
+    ap.add_argument("--against", type=float, metavar="SECONDS",
+                    help="first a run of SECONDS (same settings, its own lake), then the --seconds run, and "
+                         "compare their RSS over the last 30 s (goal: within 20 %%; e.g. --against 60 --seconds 600)")
     a = ap.parse_args()
     if a.times == "advance" and a.frame_events > 16000:
         # Entry j's microseconds fill the low 3 bytes of its nanoseconds (see MARK).
         ap.error("--times advance stamps at most 16,000 events per frame; use --times cycle for more")
+    if a.against and (a.lake or a.series or a.trace or a.result):
+        ap.error("--against runs twice: leave out --lake, --series, --trace and --result")
+    if a.against:
+        short = one(argparse.Namespace(**{**vars(a), "seconds": a.against}))
+        full = one(a)
+        ratio = full / short
+        print(f"\n| RSS, median of the last 30 s | {short / 2**20:.0f} MiB after {a.against:.0f} s / "
+              f"{full / 2**20:.0f} MiB after {a.seconds:.0f} s | within 20 % | {(ratio - 1) * 100:+.0f} % |")
+    else:
+        one(a)
+
+
+def one(a):
+    """One benchmark run in a fresh temporary directory; returns its RSS figure (bytes: the median of
+    the last 30 s of samples)."""
     tmp = tempfile.mkdtemp(prefix="silt-bench-serve-")
     # An object-store lake keeps the server's write-ahead log and staging in a state directory.
     lake, state = (a.lake, ["--state", os.path.join(tmp, "state")]) if a.lake else (tmp, [])
     procs = []
     try:
-        run(a, lake, state, procs)
+        return run(a, lake, state, procs)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -392,6 +410,10 @@ def run(a, lake, state, procs):
     quarter = [r for (t, r) in samples if t >= a.seconds / 4][:1] or [samples[0][1]]
     end = samples[-1][1]
     growth = end / quarter[0] - 1
+    # The server hands memory back after backlogs (crates/silt-serve/src/memory.rs), so one sample
+    # swings with where it falls between two trims: the last 30 s say more.
+    last = sorted(r for (t, r) in samples if t >= samples[-1][0] - 30)
+    settled = last[len(last) // 2]
     if a.rate > 0:
         mode = (f"open loop: {a.rate:,.0f} events/s offered on a fixed schedule over {a.connections} Forward connections, "
                 f"latency from each frame's scheduled send time")
@@ -409,6 +431,7 @@ def run(a, lake, state, procs):
     print(f"| freshness (200 -> visible) p50 / p99, n={len(fresh)} | {pct(fresh, 50) * 1e3:.1f} / {pct(fresh, 99) * 1e3:.1f} ms | p99 <= 250 ms | {pct(fresh, 99) * 1e3 / 250:.2f} |")
     print(f"| freshness p99 / RASP's 1.161 s mean | | | {pct(fresh, 99) / 1.161:.3f} |")
     print(f"| RSS at {a.seconds / 4:.0f} s / end | {quarter[0] / 2**20:.0f} / {end / 2**20:.0f} MiB | within 20 % | {growth * 100:+.0f} % |")
+    print(f"| RSS, median of the last 30 s / highest | {settled / 2**20:.0f} / {max(r for _, r in samples) / 2**20:.0f} MiB | | |")
     if a.rate > 0:
         print(f"client sending late (sent - scheduled) p50 / p99 / max: {pct(lags, 50) * 1e3:.1f} / "
               f"{pct(lags, 99) * 1e3:.1f} / {max(lags) * 1e3:.1f} ms (counted in the latency above); "
@@ -434,7 +457,8 @@ def run(a, lake, state, procs):
             json.dump({"events_per_s": rate, "acked": events, "in_lake": in_lake, "drain_s": drain,
                        "ack_p50_ms": pct(lat, 50) * 1e3, "ack_p99_ms": pct(lat, 99) * 1e3,
                        "fresh_p50_ms": pct(fresh, 50) * 1e3, "fresh_p99_ms": pct(fresh, 99) * 1e3,
-                       "rss_end_mib": end / 2**20}, f)
+                       "rss_end_mib": end / 2**20, "rss_last30_mib": settled / 2**20}, f)
+    return settled
 
 
 if __name__ == "__main__":

@@ -129,6 +129,9 @@ pub struct IngestStats {
     pub flushed_seq: AtomicU64,
     /// Bytes of rows in memory.
     pub memory_bytes: AtomicU64,
+    /// The highest [`Self::memory_bytes`] since the flush thread last looked
+    /// ([`crate::memory::Trimmer`]).
+    pub memory_high: AtomicU64,
     /// The last flush error, until a flush succeeds.
     pub last_error: Mutex<Option<String>>,
     /// Kafka positions the lake holds (this instance's flush record, as of its last flush).
@@ -146,6 +149,8 @@ pub struct IngestStats {
     pub produce_failed: AtomicU64,
     /// `--kafka-meta`: rows whose message could not be numbered (their metadata is null).
     pub kafka_meta_unnumbered: AtomicU64,
+    /// Memory handed back to the kernel after flushes ([`crate::memory`]).
+    pub trim: crate::memory::TrimStats,
 }
 
 impl IngestStats {
@@ -470,9 +475,12 @@ impl LiveSink {
     fn keep(&mut self, t: TableName, b: RecordBatch) {
         let bytes = b.get_array_memory_size();
         self.gen.bytes += bytes;
-        self.stats
+        let held = self
+            .stats
             .memory_bytes
-            .fetch_add(bytes as u64, Ordering::Relaxed);
+            .fetch_add(bytes as u64, Ordering::Relaxed)
+            + bytes as u64;
+        self.stats.memory_high.fetch_max(held, Ordering::Relaxed);
         self.live.push(self.gen.id, &t, b.clone());
         self.gen.batches.push((t, b));
     }
@@ -612,6 +620,7 @@ fn flush_loop(
     // journal is STALE: flushes look for such runs that often, so that their files (records
     // another member may have read again) do not stay in the lake until the next start.
     let mut recovered = Instant::now();
+    let mut trimmer = crate::memory::Trimmer::new();
     for gen in rx {
         if matches!(target, Target::Remote(_))
             && recovered.elapsed() >= silt_lake::remote::record::STALE / 2
@@ -685,6 +694,14 @@ fn flush_loop(
                     delay = (delay * 2).min(Duration::from_secs(30));
                 }
             }
+        }
+        // The generation's rows are freed here (the live view let go of them when the flush
+        // was published); their memory goes back to the kernel once a backlog has drained.
+        drop(gen);
+        let left = stats.memory_bytes.load(Ordering::Relaxed);
+        let high = stats.memory_high.swap(left, Ordering::Relaxed);
+        if trimmer.after_flush(high, left, Instant::now()) {
+            crate::memory::trim(&stats.trim);
         }
     }
 }

@@ -45,6 +45,7 @@ pub mod kafka_meta;
 pub mod live;
 pub mod log_source;
 pub mod maintain;
+pub mod memory;
 pub mod metrics;
 pub mod route;
 pub mod syslog;

@@ -149,6 +149,20 @@ pub fn render(s: &Shared) -> String {
         "Bytes of rows held in memory until their flush.",
         l(&i.memory_bytes),
     );
+    line(
+        &mut o,
+        "memory_trims_total",
+        "counter",
+        "Times freed memory was handed back to the kernel after a backlog drained.",
+        l(&i.trim.trims),
+    );
+    line(
+        &mut o,
+        "memory_trim_seconds_total",
+        "counter",
+        "Time spent handing freed memory back to the kernel.",
+        i.trim.micros.load(Ordering::Relaxed) as f64 / 1e6,
+    );
     let index = s.live.index();
     line(
         &mut o,
