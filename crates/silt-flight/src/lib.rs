@@ -16,7 +16,9 @@
 //!   and table types built from [`QueryEngine::tables`];
 //! - [`service`]: the [`arrow_flight::sql::server::FlightSqlService`] implementation: queries,
 //!   prepared statements, catalog calls, and the refusals of everything that writes;
-//! - [`serve`] (here): puts the service behind the interceptor on a listener until shutdown.
+//! - [`serve`] (here): puts the service behind the interceptor on a listener until shutdown;
+//!   [`serve_incoming`] does the same on connections accepted elsewhere ([`Conn`]: the TLS
+//!   streams of `silt serve --flight grpc+tls://`).
 //!
 //! The server is read-only: updates, ingestion, Substrait plans and transactions are refused.
 //! Touches the listener it is given and whatever the engine touches; nothing else.
@@ -27,17 +29,23 @@ pub mod metadata;
 pub mod service;
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use arrow_flight::flight_service_server::FlightServiceServer;
 use futures::stream::BoxStream;
+use futures::Stream;
 use futures::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
 pub use auth::TokenCheck;
 pub use service::FlightSqlServer;
@@ -127,10 +135,92 @@ pub async fn serve(
         }
         conn
     });
+    run(incoming, addr, engine, cfg, shutdown).await
+}
+
+/// Serves Flight SQL on the connections `incoming` yields (accepted, and for TLS handshaken,
+/// by the caller) until `shutdown` resolves; `addr` names the listener in log lines.
+pub async fn serve_incoming<T>(
+    incoming: impl Stream<Item = std::io::Result<Conn<T>>> + Send + 'static,
+    addr: Option<SocketAddr>,
+    engine: Arc<dyn QueryEngine>,
+    cfg: FlightConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    run(incoming, addr, engine, cfg, shutdown).await
+}
+
+async fn run<IO>(
+    incoming: impl Stream<Item = std::io::Result<IO>> + Send + 'static,
+    addr: Option<SocketAddr>,
+    engine: Arc<dyn QueryEngine>,
+    cfg: FlightConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()>
+where
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+{
     tracing::info!(?addr, auth = cfg.token.is_some(), "serving Flight SQL");
     tonic::transport::Server::builder()
         .add_service(flight_service(engine, &cfg))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|e| anyhow::anyhow!("Flight SQL server on {addr:?} failed: {e}"))
+}
+
+/// A connection accepted by the caller ([`serve_incoming`]): its stream and its peer.
+pub struct Conn<T>(pub T, pub SocketAddr);
+
+impl<T> Connected for Conn<T> {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        TcpConnectInfo {
+            local_addr: None,
+            remote_addr: Some(self.1),
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Conn<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Conn<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
 }

@@ -88,6 +88,8 @@ pub struct ServeConfig {
     pub state: Option<PathBuf>,
     /// HTTP API address (`None`: no HTTP).
     pub http: Option<SocketAddr>,
+    /// The HTTP API over TLS (`--http https://HOST:PORT`; needs `tls`).
+    pub http_tls: bool,
     /// fluentd Forward address (TCP, and the UDP heartbeat on the same port).
     pub forward: Option<SocketAddr>,
     /// Forward over TLS (`--forward tls://HOST:PORT`; needs `tls`).
@@ -98,11 +100,14 @@ pub struct ServeConfig {
     pub routes: Vec<route::Route>,
     /// Arrow Flight SQL address.
     pub flight: Option<SocketAddr>,
+    /// Flight SQL over TLS (`--flight grpc+tls://HOST:PORT`; needs `tls`).
+    pub flight_tls: bool,
     /// Files to follow.
     pub tails: Vec<tail::TailSpec>,
     /// syslog listeners.
     pub syslogs: Vec<syslog::SyslogSpec>,
-    /// `--tls-cert` / `--tls-key`, for `--syslog tls://` and `--forward tls://`.
+    /// `--tls-cert` / `--tls-key`, for the listeners with TLS (`--syslog tls://`, `--forward
+    /// tls://`, `--http https://`, `--flight grpc+tls://`).
     pub tls: Option<tls::TlsFiles>,
     /// `--sflow` / `--netflow` listeners.
     pub flows: Vec<flows::FlowSpec>,
@@ -156,6 +161,8 @@ impl ServeConfig {
             http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
             forward: None,
             forward_tls: false,
+            http_tls: false,
+            flight_tls: false,
             forward_cfg: silt_forward::ForwardConfig::default(),
             routes: Vec::new(),
             flight: None,
@@ -383,6 +390,24 @@ impl Shared {
 /// the only one a datagram has while the server is busy, and its default (about 200 KiB) is a
 /// few milliseconds of a busy exporter. The kernel caps it at `net.core.rmem_max`.
 pub const UDP_RECEIVE_BUFFER: usize = 32 << 20;
+
+/// The TLS acceptor of a listener that asked for TLS (`on`), offering the application protocol
+/// `alpn`; an error naming `flag` when no certificate was given.
+fn tls_for(
+    flag: &str,
+    addr: SocketAddr,
+    on: bool,
+    files: &Option<tls::TlsFiles>,
+    alpn: &[u8],
+) -> anyhow::Result<Option<tokio_rustls::TlsAcceptor>> {
+    match (on, files) {
+        (false, _) => Ok(None),
+        (true, Some(files)) => Ok(Some(tls::acceptor_for(files, &[alpn])?)),
+        (true, None) => anyhow::bail!(
+            "{flag}://{addr}: give the server's certificate and key with --tls-cert and --tls-key"
+        ),
+    }
+}
 
 fn widen_receive_buffer(u: &tokio::net::UdpSocket) {
     let s = socket2::SockRef::from(u);
@@ -681,18 +706,31 @@ impl Server {
         let mut tasks = Vec::new();
         let mut http_addr = None;
         if let Some(addr) = cfg.http {
+            let tls = tls_for("--http https", addr, cfg.http_tls, &cfg.tls, b"http/1.1")?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (--http)"))?;
             http_addr = Some(listener.local_addr()?);
             let app = http::router(shared.clone());
             let mut stopped = stopped.clone();
+            let stop = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            let failures = shared.metrics.api_tls_failures.clone();
             tasks.push(tokio::spawn(async move {
-                let r = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.wait_for(|s| *s).await;
-                    })
-                    .await;
+                let r = match tls {
+                    None => {
+                        axum::serve(listener, app)
+                            .with_graceful_shutdown(stop)
+                            .await
+                    }
+                    Some(acceptor) => {
+                        match tls::TlsListener::new(listener, acceptor, "--http", failures) {
+                            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stop).await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                };
                 if let Err(e) = r {
                     tracing::error!("HTTP server: {e}");
                 }
@@ -748,6 +786,7 @@ impl Server {
         }
         let mut flight_addr = None;
         if let Some(addr) = cfg.flight {
+            let tls = tls_for("--flight grpc+tls", addr, cfg.flight_tls, &cfg.tls, b"h2")?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (--flight)"))?;
@@ -759,11 +798,28 @@ impl Server {
                 ..Default::default()
             };
             let mut s1 = stopped.clone();
+            let stop = async move {
+                let _ = s1.wait_for(|s| *s).await;
+            };
+            let failures = shared.metrics.api_tls_failures.clone();
             tasks.push(tokio::spawn(async move {
-                let r = silt_flight::serve(listener, engine, fcfg, async move {
-                    let _ = s1.wait_for(|s| *s).await;
-                })
-                .await;
+                let r = match tls {
+                    None => silt_flight::serve(listener, engine, fcfg, stop).await,
+                    Some(acceptor) => {
+                        let bound = listener.local_addr().ok();
+                        match tls::TlsListener::new(listener, acceptor, "--flight", failures) {
+                            Ok(l) => {
+                                let incoming = futures::stream::unfold(l, |mut l| async move {
+                                    let (stream, peer) = l.next().await;
+                                    Some((Ok(silt_flight::Conn(stream, peer)), l))
+                                });
+                                silt_flight::serve_incoming(incoming, bound, engine, fcfg, stop)
+                                    .await
+                            }
+                            Err(e) => Err(e.into()),
+                        }
+                    }
+                };
                 if let Err(e) = r {
                     tracing::error!("Flight SQL server: {e:#}");
                 }

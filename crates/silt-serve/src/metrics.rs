@@ -23,6 +23,8 @@ pub struct ServerMetrics {
     /// Enrichment databases reloaded (SIGHUP), and reloads refused.
     pub lookup_reloads: AtomicU64,
     pub lookup_reload_failures: AtomicU64,
+    /// TLS handshakes on the HTTP API and Flight SQL that failed or timed out.
+    pub api_tls_failures: std::sync::Arc<AtomicU64>,
 }
 
 fn line(out: &mut String, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
@@ -206,6 +208,13 @@ pub fn render(s: &Shared) -> String {
         "counter",
         "Ingest requests refused with 429 or 503 (backpressure).",
         l(&m.http_busy),
+    );
+    line(
+        &mut o,
+        "api_tls_failures_total",
+        "counter",
+        "TLS handshakes on the HTTP API and Flight SQL that failed or timed out (connection closed).",
+        l(&m.api_tls_failures),
     );
     line(
         &mut o,

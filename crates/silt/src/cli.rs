@@ -522,10 +522,15 @@ pub struct QueryArgs {
     /// Lake directory.
     #[arg(long, required_unless_present = "server", conflicts_with = "server")]
     pub lake: Option<PathBuf>,
-    /// Ask a running `silt serve` instead of reading a lake (http://HOST:PORT); the query sees
-    /// the events it acknowledged a moment ago. --token-file when the server has a token.
+    /// Ask a running `silt serve` instead of reading a lake (http://HOST:PORT, or
+    /// https://HOST:PORT for one serving TLS); the query sees the events it acknowledged a
+    /// moment ago. --token-file when the server has a token.
     #[arg(long)]
     pub server: Option<String>,
+    /// PEM file of the certificates that may sign an https:// server's certificate (its own
+    /// certificate, when self-signed); without it, the Mozilla root certificates.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub ca_cert: Option<PathBuf>,
     /// File holding the server's bearer token (with --server).
     #[arg(long, requires = "server")]
     pub token_file: Option<PathBuf>,
@@ -563,23 +568,30 @@ pub struct ServeArgs {
     /// same at every start. A lake directory keeps these in LAKE/_silt/serve.
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// HTTP API address (ingest, query, /health, /metrics); `none` for no HTTP.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// HTTP API address (ingest, query, /health, /metrics): HOST:PORT, or https://HOST:PORT for
+    /// TLS (--tls-cert, --tls-key); `none` for no HTTP.
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8080",
+        value_name = "[https://]HOST:PORT|none"
+    )]
     pub http: String,
     /// fluentd Forward protocol address: HOST:PORT (TCP, and the UDP heartbeat on the same
     /// port), or tls://HOST:PORT for TLS (--tls-cert, --tls-key; Docker's fluentd log driver
     /// `fluentd-address=tls://...`, fluentd's out_forward `transport tls`).
     #[arg(long, value_name = "[tls://]HOST:PORT")]
     pub forward: Option<String>,
-    /// Arrow Flight SQL address.
-    #[arg(long)]
-    pub flight: Option<std::net::SocketAddr>,
+    /// Arrow Flight SQL address: HOST:PORT, or grpc+tls://HOST:PORT for TLS (--tls-cert,
+    /// --tls-key; ADBC's `grpc+tls://` URI).
+    #[arg(long, value_name = "[grpc+tls://]HOST:PORT")]
+    pub flight: Option<String>,
     /// syslog listener: udp://HOST:PORT, tcp://HOST:PORT (RFC 6587 octet counting or newline
     /// framing) or tls://HOST:PORT (TCP with TLS, RFC 5425; --tls-cert, --tls-key), optionally
     /// =TABLE (default syslog.messages); repeatable.
     #[arg(long = "syslog", value_name = "udp|tcp|tls://HOST:PORT[=TABLE]")]
     pub syslogs: Vec<String>,
-    /// PEM certificate chain for TLS listeners (--syslog tls://, --forward tls://).
+    /// PEM certificate chain for TLS listeners (--syslog tls://, --forward tls://, --http
+    /// https://, --flight grpc+tls://).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert.

@@ -94,29 +94,10 @@ struct Serve {
     netflow: String,
 }
 
-/// A self-signed certificate for localhost and 127.0.0.1: (cert, key) PEM files in `dir`.
-fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    run(
-        Command::new("openssl")
-            .args([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            ])
-            .args(["-subj", "/CN=localhost"])
-            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert),
-        "openssl req (scripts/apt-deps.sh installs openssl)",
-    );
-    (cert, key)
-}
-
 /// Starts `silt serve --config` and reads every listener's address from its banner.
 fn start(dir: &Path) -> Serve {
     // A self-signed certificate for the TLS syslog listener (localhost and 127.0.0.1).
-    let (cert, key) = self_signed(dir);
+    let (cert, key) = common::self_signed(dir);
     let config = dir.join("silt.toml");
     std::fs::write(
         &config,
@@ -683,7 +664,7 @@ fn real_clients_against_silt_serve() {
 #[test]
 fn go_client_over_tls() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = self_signed(dir.path());
+    let (cert, key) = common::self_signed(dir.path());
     let (tx, rx) = std::sync::mpsc::channel();
     let (_child, http) = common::serve(
         &dir.path().join("lake"),

@@ -119,8 +119,8 @@ fn remote(a: &QueryArgs, server: &str, format: OutputFormat) -> anyhow::Result<i
     );
     let base = server.trim_end_matches('/');
     anyhow::ensure!(
-        base.starts_with("http://"),
-        "--server {server:?}: give the server's HTTP address, e.g. http://127.0.0.1:8080"
+        base.starts_with("http://") || base.starts_with("https://"),
+        "--server {server:?}: give the server's HTTP address, e.g. http://127.0.0.1:8080 (https:// for TLS)"
     );
     let url = format!("{base}/v1/query?format=arrow");
     let token = a
@@ -132,17 +132,47 @@ fn remote(a: &QueryArgs, server: &str, format: OutputFormat) -> anyhow::Result<i
                 .map(|s| s.trim().to_string())
         })
         .transpose()?;
+    let roots = match &a.ca_cert {
+        None => ureq::tls::RootCerts::WebPki,
+        Some(p) => {
+            let pem = std::fs::read(p)
+                .with_context(|| format!("cannot read --ca-cert {}", p.display()))?;
+            let certs = ureq::tls::parse_pem(&pem)
+                .filter_map(|i| match i {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("--ca-cert {}: not PEM", p.display()))?;
+            anyhow::ensure!(
+                !certs.is_empty(),
+                "--ca-cert {}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)",
+                p.display()
+            );
+            ureq::tls::RootCerts::Specific(std::sync::Arc::new(certs))
+        }
+    };
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
         .build()
         .into();
     let mut req = agent.post(&url).header("Content-Type", "application/sql");
     if let Some(t) = &token {
         req = req.header("Authorization", &format!("Bearer {t}"));
     }
-    let resp = req
-        .send(a.sql.as_bytes())
-        .with_context(|| format!("cannot reach {base} (is silt serve running there?)"))?;
+    let resp = req.send(a.sql.as_bytes()).map_err(|e| {
+        let why = format!("{e}");
+        let hint = if why.contains("CaUsedAsEndEntity") {
+            "its TLS certificate is a CA certificate, which TLS clients do not take as a server's own (openssl req -x509 makes one unless given -addext basicConstraints=critical,CA:FALSE): make the server's certificate with CA:FALSE, or sign it with a CA and give that CA's certificate with --ca-cert FILE"
+        } else if why.to_lowercase().contains("certificate") {
+            "its TLS certificate is not trusted: give the certificate of the authority that signed it (or its own, if self-signed and not a CA) with --ca-cert FILE"
+        } else {
+            "is silt serve running there?"
+        };
+        anyhow::anyhow!("cannot reach {base} ({hint}): {why}")
+    })?;
     let status = resp.status();
     let mut body = resp.into_body();
     let bytes = body

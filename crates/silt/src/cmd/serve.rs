@@ -38,6 +38,39 @@ fn read_users(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
     Ok(users)
 }
 
+/// A listener's `[SCHEME://]HOST:PORT` (`flag` names it in errors): the address, and whether
+/// the scheme is one of `tls` (TLS) rather than one of `plain` (or none).
+fn listen_addr(
+    flag: &str,
+    s: &str,
+    plain: &[&str],
+    tls: &[&str],
+    port: u16,
+) -> anyhow::Result<(std::net::SocketAddr, bool)> {
+    let (on, addr) = match s.split_once("://") {
+        Some((scheme, rest)) if tls.contains(&scheme) => (true, rest),
+        Some((scheme, rest)) if plain.contains(&scheme) => (false, rest),
+        Some((other, _)) => anyhow::bail!(
+            "{flag} {s:?}: {other}:// is not one of {}; give HOST:PORT or {}://HOST:PORT",
+            plain
+                .iter()
+                .chain(tls)
+                .map(|x| format!("{x}://"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            tls[0]
+        ),
+        None => (false, s),
+    };
+    let addr = addr.trim_end_matches('/').parse().map_err(|_| {
+        anyhow::anyhow!(
+            "{flag} {s:?}: give HOST:PORT (an IP address and a port, e.g. 127.0.0.1:{port}) or {}://HOST:PORT",
+            tls[0]
+        )
+    })?;
+    Ok((addr, on))
+}
+
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let a = match &a.config {
         // The file's settings, then the command line's again on top of them (silt has no
@@ -54,27 +87,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let writer = crate::opts::writer_config(&a.write)?;
     let mut cfg = ServeConfig::new(lake.clone());
     cfg.state = a.state.clone();
-    cfg.http = match a.http.as_str() {
-        "none" | "" => None,
-        s => Some(s.parse().map_err(|_| {
-            anyhow::anyhow!("--http {s:?}: give HOST:PORT, e.g. 127.0.0.1:8080, or none")
-        })?),
-    };
+    if !matches!(a.http.as_str(), "none" | "") {
+        let (addr, tls) = listen_addr("--http", &a.http, &["http"], &["https", "tls"], 8080)?;
+        (cfg.http, cfg.http_tls) = (Some(addr), tls);
+    }
     if let Some(f) = &a.forward {
-        let (tls, addr) = match f.split_once("://") {
-            Some(("tls", rest)) => (true, rest),
-            Some(("tcp", rest)) => (false, rest),
-            Some((other, _)) => anyhow::bail!(
-                "--forward {f:?}: {other}:// is not tcp or tls; give HOST:PORT or tls://HOST:PORT"
-            ),
-            None => (false, f.as_str()),
-        };
-        cfg.forward = Some(addr.parse().map_err(|_| {
-            anyhow::anyhow!(
-                "--forward {f:?}: give HOST:PORT or tls://HOST:PORT, e.g. 127.0.0.1:24224"
-            )
-        })?);
-        cfg.forward_tls = tls;
+        let (addr, tls) = listen_addr("--forward", f, &["tcp"], &["tls"], 24224)?;
+        (cfg.forward, cfg.forward_tls) = (Some(addr), tls);
     }
     cfg.syslogs = a
         .syslogs
@@ -104,7 +123,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|t| silt_serve::tail::TailSpec::parse(t))
         .collect::<anyhow::Result<_>>()?;
-    cfg.flight = a.flight;
+    if let Some(f) = &a.flight {
+        let (addr, tls) = listen_addr(
+            "--flight",
+            f,
+            &["grpc", "grpc+tcp"],
+            &["grpc+tls", "tls"],
+            8815,
+        )?;
+        (cfg.flight, cfg.flight_tls) = (Some(addr), tls);
+    }
     cfg.instance = a.instance.clone();
     if !a.to_kafka.is_empty() {
         let brokers = a.kafka.kafka.clone().ok_or_else(|| {
@@ -255,7 +283,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         reader_wait: a.query_timeout,
     };
     cfg.writer = writer;
-    let cfg_forward_tls = cfg.forward_tls;
+    let (cfg_forward_tls, cfg_http_tls, cfg_flight_tls) =
+        (cfg.forward_tls, cfg.http_tls, cfg.flight_tls);
     let rt = silt_query::runtime()?;
     rt.block_on(async move {
         let server = Server::start(cfg).await?;
@@ -264,8 +293,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         eprintln!("silt serve: lake {}", lake.display());
         if let Some(h) = server.http_addr {
+            let scheme = if cfg_http_tls { "https" } else { "http" };
             eprintln!(
-                "  http      http://{h}  (POST /v1/ingest/<table>, /v1/query, /health, /metrics)"
+                "  http      {scheme}://{h}  (POST /v1/ingest/<table>, /v1/query, /health, /metrics)"
             );
         }
         if let Some(f) = server.forward_addr {
@@ -273,7 +303,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             eprintln!("  forward   {f}  (fluentd Forward, {kind} + UDP heartbeat)");
         }
         if let Some(f) = server.flight_addr {
-            eprintln!("  flight    grpc://{f}  (Arrow Flight SQL)");
+            let scheme = if cfg_flight_tls { "grpc+tls" } else { "grpc" };
+            eprintln!("  flight    {scheme}://{f}  (Arrow Flight SQL)");
         }
         for (proto, addr, table) in &server.syslog_addrs {
             eprintln!("  syslog    {proto}://{addr}  (table {table})");

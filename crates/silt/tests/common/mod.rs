@@ -262,3 +262,84 @@ pub fn delta_scan_fingerprint(py: &str, lake: &Path) -> (u64, u64, u64) {
     let v: Vec<u64> = s.trim().split(',').map(|x| x.parse().unwrap()).collect();
     (v[0], v[1], v[2])
 }
+
+/// A self-signed certificate for localhost and 127.0.0.1: (cert, key) PEM files in `dir`, made
+/// by `openssl req` (scripts/apt-deps.sh installs openssl).
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    openssl(
+        Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=localhost"])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+    );
+    (cert, key)
+}
+
+/// A certificate authority and a server certificate it signed for localhost and 127.0.0.1, as
+/// PEM files in `dir`: (CA certificate, server certificate, server key). rustls (webpki) does not
+/// take a self-signed CA certificate as a server's own, so its clients need this.
+pub fn ca_signed(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let f = |n: &str| dir.join(n);
+    openssl(
+        Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=silt test CA", "-keyout"])
+            .arg(f("ca-key.pem"))
+            .arg("-out")
+            .arg(f("ca.pem")),
+    );
+    openssl(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+            ])
+            .arg("-keyout")
+            .arg(f("key.pem"))
+            .arg("-out")
+            .arg(f("server.csr")),
+    );
+    std::fs::write(
+        f("server.ext"),
+        "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    openssl(
+        Command::new("openssl")
+            .args(["x509", "-req", "-days", "2", "-in"])
+            .arg(f("server.csr"))
+            .arg("-CA")
+            .arg(f("ca.pem"))
+            .arg("-CAkey")
+            .arg(f("ca-key.pem"))
+            .args(["-CAcreateserial", "-extfile"])
+            .arg(f("server.ext"))
+            .arg("-out")
+            .arg(f("cert.pem")),
+    );
+    (f("ca.pem"), f("cert.pem"), f("key.pem"))
+}
+
+fn openssl(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .expect("openssl did not start (scripts/apt-deps.sh installs openssl)");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
