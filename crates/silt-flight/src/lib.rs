@@ -135,25 +135,13 @@ pub async fn serve(
         }
         conn
     });
-    run(incoming, addr, engine, cfg, shutdown).await
+    serve_incoming(incoming, addr, engine, cfg, shutdown).await
 }
 
-/// Serves Flight SQL on the connections `incoming` yields (accepted, and for TLS handshaken,
-/// by the caller) until `shutdown` resolves; `addr` names the listener in log lines.
-pub async fn serve_incoming<T>(
-    incoming: impl Stream<Item = std::io::Result<Conn<T>>> + Send + 'static,
-    addr: Option<SocketAddr>,
-    engine: Arc<dyn QueryEngine>,
-    cfg: FlightConfig,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()>
-where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    run(incoming, addr, engine, cfg, shutdown).await
-}
-
-async fn run<IO>(
+/// Serves Flight SQL on the connections `incoming` yields (accepted, and for TLS handshaken, by
+/// the caller: wrap such streams in [`Conn`]) until `shutdown` resolves; `addr` names the
+/// listener in log lines.
+pub async fn serve_incoming<IO>(
     incoming: impl Stream<Item = std::io::Result<IO>> + Send + 'static,
     addr: Option<SocketAddr>,
     engine: Arc<dyn QueryEngine>,

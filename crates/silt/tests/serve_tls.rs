@@ -37,6 +37,16 @@ fn banner_addr(lines: &std::sync::mpsc::Receiver<String>, names: &[&str]) -> Vec
     found.into_iter().map(Option::unwrap).collect()
 }
 
+/// The standard output of a command that must have succeeded (`what` names it otherwise).
+fn stdout_of(out: std::process::Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// An HTTPS agent trusting `ca` only.
 fn agent(ca: &Path) -> ureq::Agent {
     let pem = std::fs::read(ca).unwrap();
@@ -140,13 +150,8 @@ fn http_and_flight_sql_over_tls() {
             .unwrap()
     };
     let out = q(&["--ca-cert", ca.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        stdout_of(out, "silt query"),
         "id,msg\n1,über TLS\n2,second\n"
     );
     // Without it, a certificate of an unknown authority is refused, and the error says why.
@@ -183,15 +188,7 @@ fn http_and_flight_sql_over_tls() {
                 .arg("SELECT id, msg FROM app.events ORDER BY id")
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "adbc over grpc+tls: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(
-                String::from_utf8_lossy(&out.stdout),
-                "1,über TLS\n2,second\n"
-            );
+            assert_eq!(stdout_of(out, "adbc over grpc+tls"), "1,über TLS\n2,second\n");
         }
         None if std::env::var("CI").is_ok_and(|v| v == "true") => {
             panic!("CI=true and python with adbc-driver-flightsql is missing (scripts/pyenv.sh)")
