@@ -31,23 +31,6 @@ fn missing(what: &str) {
     eprintln!("SKIPPED part: {what} is missing (set CI=true to make this a failure)");
 }
 
-fn python_with(modules: &str) -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("SILT_PYTHON") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
-    }
-    candidates.push("python3".into());
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", &format!("import {modules}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
@@ -281,7 +264,7 @@ fn go_client_with(forward: &str, work: &Path, ca: Option<&Path>) -> bool {
 }
 
 fn python_client(forward: &str) -> bool {
-    let Some(py) = python_with("fluent.sender, msgpack") else {
+    let Some(py) = common::python_with("fluent.sender, msgpack") else {
         missing("python with fluent-logger and msgpack (scripts/pyenv.sh)");
         return false;
     };
@@ -597,7 +580,7 @@ fn real_clients_against_silt_serve() {
     drop(rsys.take());
 
     // Flight SQL through ADBC answers what HTTP answers.
-    if let Some(py) = python_with("adbc_driver_flightsql.dbapi") {
+    if let Some(py) = common::python_with("adbc_driver_flightsql.dbapi") {
         let queries = serde_json::json!({
             "tables": "SELECT 'go' AS t, count(*) AS n FROM go.events UNION ALL SELECT 'py', count(*) FROM py.events ORDER BY t",
             "syslog": "SELECT message FROM syslog.tcp ORDER BY message",

@@ -8,7 +8,7 @@
 //! The Python client skips its part with a message when missing, unless `CI=true`, where it
 //! fails. Touches loopback sockets and a temporary directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,22 +65,6 @@ fn agent(ca: &Path) -> ureq::Agent {
         )
         .build()
         .into()
-}
-
-fn python_with_adbc() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("SILT_PYTHON") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
-    }
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import adbc_driver_flightsql.dbapi"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
 }
 
 const ADBC_TLS: &str = r#"
@@ -180,7 +164,7 @@ fn http_and_flight_sql_over_tls() {
     );
 
     // Flight SQL over TLS through ADBC (grpc-go): the same rows.
-    match python_with_adbc() {
+    match common::python_with("adbc_driver_flightsql.dbapi") {
         Some(py) => {
             let out = Command::new(py)
                 .args(["-c", ADBC_TLS, &flight])
