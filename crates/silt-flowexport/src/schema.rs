@@ -392,11 +392,20 @@ pub struct FlowRow {
     pub extra: Vec<(u32, u16, Vec<u8>)>,
 }
 
-fn addr_col<'a, I: Iterator<Item = Option<&'a IpAddr>>>(it: I) -> ArrayRef {
-    let mut b = arrow::array::StringBuilder::new();
+/// Addresses as text. An address equal to the row before's is copied rather than formatted
+/// again: the exporter and agent columns repeat one datagram's address on each of its samples.
+fn addr_col<'a, I: ExactSizeIterator<Item = Option<&'a IpAddr>>>(it: I) -> ArrayRef {
+    // IPv4 text is 7 to 15 bytes.
+    let mut b = StringBuilder::with_capacity(it.len(), it.len() * 14);
+    let mut last: Option<IpAddr> = None;
+    let mut text = silt_pcap::schema::AddrText::default();
     for a in it {
         match a {
-            Some(a) => silt_pcap::schema::write_addr(&mut b, *a),
+            Some(a) if last == Some(*a) => b.append_value(text.as_str()),
+            Some(a) => {
+                b.append_value(text.format(*a));
+                last = Some(*a);
+            }
             None => b.append_null(),
         }
     }
@@ -684,4 +693,36 @@ pub fn flow_batch(rows: &[(Arc<FlowCtx>, FlowRow)]) -> anyhow::Result<RecordBatc
         extra_col(rows.iter().map(|r| &r.1.extra)),
     ];
     Ok(RecordBatch::try_new(netflow_flow_schema(), c)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+
+    #[test]
+    fn an_address_column_is_display_text_with_runs_copied() {
+        let v4: IpAddr = "192.0.2.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.255".parse().unwrap();
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        let addrs = [
+            Some(v4),
+            Some(v4),
+            None,
+            Some(v4),
+            Some(other),
+            Some(v6),
+            Some(v6),
+            Some(v4),
+        ];
+        let col = addr_col(addrs.iter().map(|a| a.as_ref()));
+        let s = col.as_string::<i32>();
+        assert_eq!(s.len(), addrs.len());
+        for (i, a) in addrs.iter().enumerate() {
+            match a {
+                Some(a) => assert_eq!(s.value(i), a.to_string(), "row {i}"),
+                None => assert!(s.is_null(i), "row {i}"),
+            }
+        }
+    }
 }

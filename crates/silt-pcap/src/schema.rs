@@ -292,16 +292,45 @@ impl PacketColumns {
 /// RASP pipeline), and `write_addr` with IPv6 through `Display` was 7 % of a plain sFlow
 /// import's CPU; the tests compare every case with `Display`.
 pub fn write_addr(b: &mut StringBuilder, a: IpAddr) {
+    let mut buf = AddrText::default();
+    b.append_value(buf.format(a));
+}
+
+/// A buffer that [`write_addr`]'s text is formatted into, for callers that append the same
+/// address more than once (an sFlow datagram's agent on each of its samples).
+#[derive(Clone, Copy)]
+pub struct AddrText {
     // Longest: "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255" cannot occur (only ::ffff:
     // mapped addresses print a dotted tail), so 39 bytes ("xxxx:" x 8 minus one) suffice.
-    let mut buf = [0u8; 40];
-    let n = match a {
-        IpAddr::V4(v4) => put_v4(&mut buf, v4.octets()),
-        IpAddr::V6(v6) => put_v6(&mut buf, v6),
-    };
-    // SAFETY: put_v4/put_v6 write only ASCII digits, hex letters, dots and colons. (from_utf8
-    // here and in `CommunityId::as_str` was 2 % of an sFlow import's CPU together.)
-    b.append_value(unsafe { std::str::from_utf8_unchecked(&buf[..n]) });
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl Default for AddrText {
+    fn default() -> Self {
+        Self {
+            buf: [0; 40],
+            len: 0,
+        }
+    }
+}
+
+impl AddrText {
+    /// Formats `a` (replacing what the buffer held) and returns its text.
+    pub fn format(&mut self, a: IpAddr) -> &str {
+        self.len = match a {
+            IpAddr::V4(v4) => put_v4(&mut self.buf, v4.octets()),
+            IpAddr::V6(v6) => put_v6(&mut self.buf, v6),
+        };
+        self.as_str()
+    }
+
+    /// The text last formatted (empty before the first).
+    pub fn as_str(&self) -> &str {
+        // SAFETY: put_v4/put_v6 write only ASCII digits, hex letters, dots and colons. (from_utf8
+        // here and in `CommunityId::as_str` was 2 % of an sFlow import's CPU together.)
+        unsafe { std::str::from_utf8_unchecked(&self.buf[..self.len]) }
+    }
 }
 
 /// Dotted decimal into the start of `buf`; returns the length.

@@ -131,5 +131,10 @@ fn open_sink(
         }
         StoreKind::Feather => Box::new(feather::FeatherSink::new(cfg, schema, out)?),
     };
-    Ok(Box::new(Background::spawn(sink)?))
+    // The writer emits half a sort buffer at a time: one such half may wait while the encoder
+    // works at the one before (see `background`).
+    Ok(Box::new(Background::spawn(
+        sink,
+        cfg.sort_buffer_bytes / 2,
+    )?))
 }
