@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -25,23 +25,6 @@ fn missing(what: &str) {
         panic!("CI=true and {what} is missing");
     }
     eprintln!("SKIPPED: {what} is missing (set CI=true to make this a failure)");
-}
-
-fn python() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("SILT_PYTHON") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
-    }
-    candidates.push("python3".into());
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import fluent.sender, msgpack"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
 }
 
 fn get<'a>(record: &'a V, key: &str) -> &'a V {
@@ -88,7 +71,7 @@ async fn run(cmd: tokio::process::Command, what: &str) {
 
 #[tokio::test]
 async fn python_fluent_logger() {
-    let Some(py) = python() else {
+    let Some(py) = silt_testkit::python_with("fluent.sender, msgpack") else {
         missing("python with fluent-logger (pip install fluent-logger)");
         return;
     };

@@ -71,3 +71,23 @@ pub fn tool(names: &[&str], how: &str) -> Option<String> {
     }
     skip(&format!("{} is not installed ({how})", names.join(" / ")))
 }
+
+/// A Python interpreter that imports `modules` (`"fluent.sender, msgpack"`): `$SILT_PYTHON`, the
+/// project's virtualenv from scripts/pyenv.sh (`~/.cache/silt-venv`), or `python3`, the first
+/// that does; `None` if none does (the caller skips or, in CI, fails).
+pub fn python_with(modules: &str) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var("SILT_PYTHON") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
+    }
+    candidates.push("python3".into());
+    candidates.into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", &format!("import {modules}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}

@@ -264,7 +264,7 @@ fn go_client_with(forward: &str, work: &Path, ca: Option<&Path>) -> bool {
 }
 
 fn python_client(forward: &str) -> bool {
-    let Some(py) = common::python_with("fluent.sender, msgpack") else {
+    let Some(py) = silt_testkit::python_with("fluent.sender, msgpack") else {
         missing("python with fluent-logger and msgpack (scripts/pyenv.sh)");
         return false;
     };
@@ -580,7 +580,7 @@ fn real_clients_against_silt_serve() {
     drop(rsys.take());
 
     // Flight SQL through ADBC answers what HTTP answers.
-    if let Some(py) = common::python_with("adbc_driver_flightsql.dbapi") {
+    if let Some(py) = silt_testkit::python_with("adbc_driver_flightsql.dbapi") {
         let queries = serde_json::json!({
             "tables": "SELECT 'go' AS t, count(*) AS n FROM go.events UNION ALL SELECT 'py', count(*) FROM py.events ORDER BY t",
             "syslog": "SELECT message FROM syslog.tcp ORDER BY message",

@@ -164,7 +164,7 @@ fn http_and_flight_sql_over_tls() {
     );
 
     // Flight SQL over TLS through ADBC (grpc-go): the same rows.
-    match common::python_with("adbc_driver_flightsql.dbapi") {
+    match silt_testkit::python_with("adbc_driver_flightsql.dbapi") {
         Some(py) => {
             let out = Command::new(py)
                 .args(["-c", ADBC_TLS, &flight])

@@ -343,22 +343,3 @@ fn openssl(cmd: &mut Command) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
-
-/// A Python interpreter that imports `modules` (`SILT_PYTHON`, the project's virtualenv from
-/// scripts/pyenv.sh, or `python3`), if any.
-pub fn python_with(modules: &str) -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("SILT_PYTHON") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/silt-venv/bin/python"));
-    }
-    candidates.push("python3".into());
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", &format!("import {modules}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
