@@ -759,13 +759,24 @@ pub fn start(
         spec: spec.clone(),
     });
     let mut cfg = spec.client.config();
-    // Defaults the user's --kafka-option may change: records are queryable a moment after they
-    // are consumed, so a fetch waits for more data at most 50 ms (librdkafka: 500 ms); and a
-    // fetch takes up to 4 MiB per partition (librdkafka: 1 MiB, which held one process to
-    // 270k records/s of Zeek conn JSON against 790k with 4 MiB; bench/kafka.sh).
+    // Defaults the user's --kafka-option may change:
+    // - records are queryable a moment after they are consumed, so a fetch waits for more data
+    //   at most 50 ms (librdkafka: 500 ms);
+    // - a fetch takes up to 4 MiB per partition (librdkafka: 1 MiB, which held one process to
+    //   270k records/s of Zeek conn JSON against 790k with 4 MiB; bench/kafka.sh);
+    // - when the prefetched queue is over its size, librdkafka postpones the partition's next
+    //   fetch by `fetch.queue.backoff.ms`, 1 s by default: a consumer slower than the broker
+    //   (always, when it decodes and writes) emptied its queue and then idled for most of that
+    //   second. One `silt import kafka` of 1M conn JSON records used 2.4 CPU-s over a 3.9 s
+    //   wall, with two half-second stretches at 2-4 % CPU; with 10 ms, 1.6 s (260k -> 630k
+    //   records/s; netdata CSV 390k -> 1.19M);
+    // - so refilled promptly, the queue can be smaller than librdkafka's 64 MiB: 16 MiB is the
+    //   same speed there and about 100 MB less RSS.
     for (k, v) in [
         ("fetch.wait.max.ms", "50"),
         ("max.partition.fetch.bytes", "4194304"),
+        ("fetch.queue.backoff.ms", "10"),
+        ("queued.max.messages.kbytes", "16384"),
     ] {
         if !spec.client.properties.iter().any(|(p, _)| p == k) {
             cfg.set(k, v);
