@@ -762,21 +762,23 @@ pub fn start(
     // Defaults the user's --kafka-option may change:
     // - records are queryable a moment after they are consumed, so a fetch waits for more data
     //   at most 50 ms (librdkafka: 500 ms);
-    // - a fetch takes up to 4 MiB per partition (librdkafka: 1 MiB, which held one process to
-    //   270k records/s of Zeek conn JSON against 790k with 4 MiB; bench/kafka.sh);
     // - when the prefetched queue is over its size, librdkafka postpones the partition's next
     //   fetch by `fetch.queue.backoff.ms`, 1 s by default: a consumer slower than the broker
     //   (always, when it decodes and writes) emptied its queue and then idled for most of that
     //   second. One `silt import kafka` of 1M conn JSON records used 2.4 CPU-s over a 3.9 s
     //   wall, with two half-second stretches at 2-4 % CPU; with 10 ms, 1.6 s (260k -> 630k
-    //   records/s; netdata CSV 390k -> 1.19M);
-    // - so refilled promptly, the queue can be smaller than librdkafka's 64 MiB: 16 MiB is the
-    //   same speed there and about 100 MB less RSS.
+    //   records/s; netdata CSV 390k -> 1.19M; bench/kafka.sh);
+    // - so refilled promptly, the queue can be smaller than librdkafka's 64 MiB, and fetches
+    //   need not be larger than its 1 MiB per partition (4 MiB had been set here to fetch
+    //   more per wait of that second): with an 8 MiB queue and 1 MiB fetches the same import
+    //   ran as fast and peaked at 530-550 MB RSS instead of 620-660 (4 MiB fetches, 16 MiB
+    //   queue; netdata 470-500 instead of 540-580). At 220 MB/s of conn JSON, 8 MiB are 35 ms of
+    //   records: a broker farther away than that may want a larger
+    //   `queued.max.messages.kbytes`.
     for (k, v) in [
         ("fetch.wait.max.ms", "50"),
-        ("max.partition.fetch.bytes", "4194304"),
         ("fetch.queue.backoff.ms", "10"),
-        ("queued.max.messages.kbytes", "16384"),
+        ("queued.max.messages.kbytes", "8192"),
     ] {
         if !spec.client.properties.iter().any(|(p, _)| p == k) {
             cfg.set(k, v);
