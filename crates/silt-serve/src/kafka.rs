@@ -769,8 +769,9 @@ pub fn start(
     //   wall, with two half-second stretches at 2-4 % CPU; with 10 ms, 1.6 s (260k -> 630k
     //   records/s; netdata CSV 390k -> 1.19M; bench/kafka.sh);
     // - so refilled promptly, the queue can be smaller than librdkafka's 64 MiB, and fetches
-    //   need not be larger than its 1 MiB per partition (4 MiB had been set here to fetch
-    //   more per wait of that second): with an 8 MiB queue and 1 MiB fetches the same import
+    //   need not be larger than its 1 MiB per partition (4 MiB had been set here when 1 MiB
+    //   measured slower, most likely because each fetch then brought less per second of
+    //   backoff): with an 8 MiB queue and 1 MiB fetches the same import
     //   ran as fast and peaked at 530-550 MB RSS instead of 620-660 (4 MiB fetches, 16 MiB
     //   queue; netdata 470-500 instead of 540-580). At 220 MB/s of conn JSON, 8 MiB are 35 ms of
     //   records: a broker farther away than that may want a larger
