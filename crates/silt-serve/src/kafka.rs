@@ -767,7 +767,7 @@ pub fn start(
     //   (always, when it decodes and writes) emptied its queue and then idled for most of that
     //   second. One `silt import kafka` of 1M conn JSON records used 2.4 CPU-s over a 3.9 s
     //   wall, with two half-second stretches at 2-4 % CPU; with 10 ms, 1.6 s (260k -> 630k
-    //   records/s; netdata CSV 390k -> 1.19M; bench/kafka.sh);
+    //   records/s; netdata CSV 390k -> 1.19M; the topics of bench/kafka.sh);
     // - so refilled promptly, the queue can be smaller than librdkafka's 64 MiB, and fetches
     //   need not be larger than its 1 MiB per partition (4 MiB had been set here when 1 MiB
     //   measured slower, most likely because each fetch then brought less per second of
