@@ -92,7 +92,7 @@ impl Drop for EndOnDrop {
 }
 
 /// Bytes the rows of `batch` take (not the whole buffers a slice of it shares).
-fn slice_bytes(batch: &RecordBatch) -> usize {
+pub(crate) fn slice_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
         .iter()
