@@ -184,7 +184,7 @@ impl<H: FrameHandler> PcapDecoder<H> {
         if end || r.raw.len() >= REJECT_RAW_BYTES {
             let r = self.failed.take().expect("checked above");
             self.mode = Mode::Done;
-            out.reject(r)?;
+            self.rows.handler.reject(r, out)?;
         }
         Ok(())
     }

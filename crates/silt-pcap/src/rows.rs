@@ -37,6 +37,13 @@ pub trait FrameHandler: Send {
 
     /// Emits what is buffered; `end` at the end of the input.
     fn flush(&mut self, out: &mut dyn Emit, end: bool) -> anyhow::Result<()>;
+
+    /// A reject the framing made (a frame it could not give out, a truncated or corrupt
+    /// capture). Emitted at once by default; a handler that emits its own output later (from
+    /// another thread) keeps it in order with that output.
+    fn reject(&mut self, r: Reject, out: &mut dyn Emit) -> anyhow::Result<()> {
+        out.reject(r)
+    }
 }
 
 /// Turns framed blocks into numbered frames for a [`FrameHandler`], for one stream.
@@ -201,13 +208,14 @@ impl<H: FrameHandler> Framing<H> {
         reason: String,
         raw: Vec<u8>,
     ) -> anyhow::Result<()> {
-        out.reject(Reject {
+        let r = Reject {
             source: self.source.display.clone(),
             line: self.frame,
             reason,
             raw,
             table: Some(self.handler.reject_table()),
-        })
+        };
+        self.handler.reject(r, out)
     }
 
     /// Emits what the handler buffers; `end` at the end of the input.
