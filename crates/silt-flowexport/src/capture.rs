@@ -22,7 +22,7 @@
 //! it was emitted. The stream's state stays in one collector, so sequence tracking and NetFlow
 //! templates behave exactly as on one thread. Why: in an enriched sFlow import (10M samples on
 //! 2 cores) the reader thread, which did everything here, was the stage every other one waited
-//! for. At most [`CHUNKS_IN_FLIGHT`] chunks are on their way, which bounds the memory.
+//! for. At most [`CHUNKS_IN_FLIGHT`] + 1 chunks are on their way, which bounds the memory.
 
 use std::net::IpAddr;
 use std::ops::Range;
@@ -120,7 +120,8 @@ pub fn decoder(
 
 /// Payload bytes per chunk handed to the decoding thread.
 pub const CHUNK_BYTES: usize = 1 << 20;
-/// Chunks handed to the decoding thread and not yet given back, at most.
+/// Chunks handed to the decoding thread and not yet given back: once more are, the reader
+/// waits for one (so at most one more than this are on their way).
 pub const CHUNKS_IN_FLIGHT: usize = 3;
 
 /// What the reader thread hands the decoding thread, in capture order.
@@ -376,8 +377,8 @@ impl FlowFrames {
         Ok(d.report)
     }
 
-    /// Hands the chunk in progress to the decoding thread, first waiting for one of those on
-    /// their way when there are [`CHUNKS_IN_FLIGHT`].
+    /// Hands the chunk in progress to the decoding thread, then hands on what the thread has
+    /// finished, waiting for it while more than [`CHUNKS_IN_FLIGHT`] chunks are on their way.
     fn send_chunk(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
         if self.chunk.items.is_empty() {
             return Ok(());
