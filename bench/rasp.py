@@ -19,9 +19,12 @@ DNS at import, against the same lookups as a DuckDB join, then RASP's queries.
 4. RASP's queries over the enriched rows: count in a time window, top-10 AS pairs by sampled
    packets, top-10 reverse-DNS pairs; silt (`silt query` process wall time, start-up included)
    and DuckDB (in-process, a glob over the same files), median of --reps, ratios silt/DuckDB.
-Not measured: an embedded key-value store (redb, RocksDB) holding the same pairs.
+5. An embedded key-value store holding the same pairs (redb, through the silt-rdns example
+   `rdns-bench --index --lookups --kv`): the index's pairs loaded into redb, then the first
+   2,000,000 of the capture's lookups (each sample's src and dst, in time order) against the
+   index and against redb, cold (pages dropped first) and warm: lookups/s, hits and bytes on disk.
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
 
 def timed(cmd, env=None):
@@ -66,6 +69,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--silt", required=True)
     ap.add_argument("--python", required=True)
+    ap.add_argument("--rdns-bench", required=True, help="the silt-rdns example rdns-bench (release build)")
+    ap.add_argument("--kv-lookups", type=int, default=2_000_000,
+                    help="how many of the capture's lookups the key-value comparison makes")
     ap.add_argument("--rdns-rows", type=int, default=20_000_000)
     ap.add_argument("--samples", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=3)
@@ -141,6 +147,27 @@ def main():
                              "SELECT count(src_rdns) AS s, count(dst_rdns) AS d FROM sflow.sample"])
     _, hits_duck = duck(a.python, f"SELECT count(src_rdns), count(dst_rdns) FROM read_parquet('{joined}')")
 
+    # 5. The same lookups against an embedded key-value store holding the same pairs.
+    lookups = os.path.join(work, "lookups.txt")
+    duck(a.python, f"COPY (SELECT ip FROM (SELECT src AS ip, time, frame, 0 AS k FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true) "
+                   f"UNION ALL SELECT dst, time, frame, 1 FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true)) "
+                   f"WHERE ip IS NOT NULL ORDER BY time, frame, k LIMIT {a.kv_lookups}) TO '{lookups}' (FORMAT csv, HEADER false)")
+    kv_out, kv_s, kv_rss = timed([a.rdns_bench, "--index", idx, "--lookups", lookups, "--kv",
+                                  "--dir", os.path.join(work, "kv")])
+    kv = {}
+    for line in kv_out.splitlines():
+        m = re.match(r"\s*index capture (cold|warm)\s+hits (\d+) lookup 1 thr ([\d.]+) M/s\s+lookup_many 1 thr ([\d.]+) M/s", line)
+        if m:
+            kv[("index", m[1])] = (int(m[2]), float(m[3]), float(m[4]))
+        m = re.match(r"\s*redb capture\s+(cold|warm)\s+hits\s+[\d.]+ % \((\d+)\)\s+get 1 thr\s+([\d.]+) M/s", line)
+        if m:
+            kv[("redb", m[1])] = (int(m[2]), float(m[3]))
+        m = re.match(r"redb: (\d+) entries loaded in ([\d.]+) s, compacted in ([\d.]+) s; ([\d.]+) MiB on disk", line)
+        if m:
+            kv["load"] = (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
+    if len(kv) != 5:
+        sys.exit(f"rdns-bench output not understood:\n{kv_out}")
+
     # 4. RASP's queries over the enriched lake.
     t = "sflow.sample"
     g = f"read_parquet('{lake1}/{t}/**/*.parquet', hive_partitioning = true)"
@@ -181,6 +208,14 @@ def main():
     print(f"| enrichment's share of the import | extra wall | {enr_s - plain_s:+.1f} s | | {enr_s / plain_s:.2f} |")
     print(f"| DuckDB join (src, dst) with rdns in Parquet | lookups/s | {2 * n / duck_join_s:,.0f} ({duck_join_s:.1f} s) | silt's rdns inside the import | silt/DuckDB wall {enr_s / duck_join_s:.2f} |")
     print(f"| reverse DNS on disk | index / Parquet table | {ib / 1e6:.1f} MB / {pqb / 1e6:.1f} MB | | {ib / pqb:.3f} |")
+    n_kv = min(a.kv_lookups, 2 * n)
+    for state in ("cold", "warm"):
+        ih, i1, im = kv[("index", state)]
+        rh, r1 = kv[("redb", state)]
+        print(f"| rdns lookups, the capture's first {n_kv:,}, {state} | silt index / redb, M lookups/s (1 thread) | {i1:.3f} (batched {im:.3f}) / {r1:.3f} | redb | {i1 / r1:.2f} |")
+        print(f"| rdns hits, {state} | silt index / redb | {ih:,} / {rh:,} | equal | {'equal' if ih == rh else 'DIFFERENT'} |")
+    ke, kl, kc, kmib = kv["load"]
+    print(f"| reverse DNS on disk | index / redb ({ke:,} pairs, loaded {kl:.0f} s + compacted {kc:.0f} s) | {ib / 1e6:.1f} MB / {kmib * 2**20 / 1e6:,.1f} MB | | {ib / (kmib * 2**20):.4f} |")
     hs = hits_silt.strip().splitlines()[1]
     print(f"| rdns hits (src, dst) | silt / DuckDB | {hs} / {','.join(hits_duck[0])} | equal | {'equal' if hs == ','.join(hits_duck[0]) else 'DIFFERENT'} |")
     for name, s_m, d_m in qres:

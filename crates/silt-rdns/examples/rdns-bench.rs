@@ -4,6 +4,10 @@
 //! `rdns-bench --rows 20000000 [--memory-mib 256] [--block 128] [--level 9] [--dict 32768]
 //!  [--no-templates] [--sorted] [--queries 2000000] [--dir D] [--reuse] [--keep] [--kv]`
 //!
+//! `rdns-bench --index IDX --lookups FILE [--kv] [--dir D]` measures an existing index (left in
+//! place) on the addresses of FILE (one per line, in order; `bench/rasp.sh` gives the source and
+//! destination addresses of its capture's samples) instead of generated query sets.
+//!
 //! `--kv` also loads the index's pairs (in key order, one write transaction per million) into
 //! redb, an embedded key-value store (B-tree, pure Rust; the address as 4 or 16 big-endian bytes,
 //! the name as the value), and runs the same queries against it in the same run: bytes on disk
@@ -35,6 +39,10 @@ struct Args {
     keep: bool,
     skip_build: bool,
     kv: bool,
+    /// An existing index to measure (nothing generated or built, the index kept).
+    index: Option<PathBuf>,
+    /// Addresses to look up, one per line.
+    lookups: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -52,6 +60,8 @@ fn parse_args() -> Result<Args> {
         keep: false,
         skip_build: false,
         kv: false,
+        index: None,
+        lookups: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -70,6 +80,8 @@ fn parse_args() -> Result<Args> {
             "--keep" => a.keep = true,
             "--skip-build" => a.skip_build = true,
             "--kv" => a.kv = true,
+            "--index" => a.index = Some(PathBuf::from(v()?)),
+            "--lookups" => a.lookups = Some(PathBuf::from(v()?)),
             _ => bail!("unknown argument {k} (see the doc comment of src/bin/rdns-bench.rs)"),
         }
     }
@@ -103,6 +115,12 @@ fn drop_cache(path: &std::path::Path) {
 fn main() -> Result<()> {
     let a = parse_args()?;
     std::fs::create_dir_all(&a.dir)?;
+    if let Some(idx) = &a.index {
+        let Some(file) = &a.lookups else {
+            bail!("--index needs --lookups FILE (the addresses to look up)");
+        };
+        return given_lookups(&a, idx, file);
+    }
     let csv = a.dir.join(format!(
         "rdns-{}{}.csv.gz",
         a.rows,
@@ -342,6 +360,66 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// `--index IDX --lookups FILE`: the index (and with `--kv` redb) on the given addresses, in
+/// their order: single lookups on one thread and `lookup_many` in batches of 8192, cold (the
+/// file's pages dropped first, a fresh index) and warm.
+fn given_lookups(a: &Args, idx_path: &std::path::Path, file: &std::path::Path) -> Result<()> {
+    use std::io::BufRead;
+    let mut qs: Vec<Option<IpAddr>> = Vec::new();
+    let mut bad = 0u64;
+    for line in
+        BufReader::new(File::open(file).with_context(|| format!("{}", file.display()))?).lines()
+    {
+        match line?.trim().parse::<IpAddr>() {
+            Ok(ip) => qs.push(Some(ip)),
+            Err(_) => bad += 1,
+        }
+    }
+    println!(
+        "lookups: {} addresses from {} ({bad} lines not an address, skipped)",
+        qs.len(),
+        file.display()
+    );
+    let idx_bytes = std::fs::metadata(idx_path)?.len();
+    println!("index: {:.1} MiB", mib(idx_bytes));
+    for cold in [true, false] {
+        if cold {
+            drop_cache(idx_path);
+        }
+        let idx = RdnsIndex::open_with(idx_path, cache_opts())?;
+        let t = Instant::now();
+        let mut hits = 0u64;
+        for ip in qs.iter().flatten() {
+            hits += u64::from(idx.lookup_shared(*ip)?.is_some());
+        }
+        let single = qs.len() as f64 / t.elapsed().as_secs_f64();
+        if cold {
+            drop_cache(idx_path);
+        }
+        let idx = RdnsIndex::open_with(idx_path, cache_opts())?;
+        let t = Instant::now();
+        let mut out = Vec::new();
+        for chunk in qs.chunks(8192) {
+            idx.lookup_many(chunk, &mut out)?;
+        }
+        let batch = qs.len() as f64 / t.elapsed().as_secs_f64();
+        println!(
+            "  index capture {:<5} hits {hits} lookup 1 thr {:.3} M/s  lookup_many 1 thr {:.3} M/s",
+            if cold { "cold" } else { "warm" },
+            single / 1e6,
+            batch / 1e6
+        );
+    }
+    if a.kv {
+        kv_compare(a, idx_path, &[("capture", &qs)])?;
+    }
+    println!(
+        "peak RSS of the whole run: {:.1} MiB",
+        mib(silt_rdns::peak_rss_bytes().unwrap_or(0))
+    );
+    Ok(())
+}
+
 const KV: redb::TableDefinition<&[u8], &str> = redb::TableDefinition::new("rdns");
 
 /// An address as a redb key: 4 or 16 big-endian bytes.
@@ -360,7 +438,13 @@ fn kv_compare(
     sets: &[(&str, &Vec<Option<IpAddr>>)],
 ) -> Result<()> {
     use redb::{ReadableDatabase, ReadableTableMetadata};
-    let path = a.dir.join(format!("rdns-{}.redb", a.rows));
+    let stem = match &a.index {
+        Some(p) => p
+            .file_stem()
+            .map_or("index".to_string(), |s| s.to_string_lossy().into_owned()),
+        None => format!("rdns-{}", a.rows),
+    };
+    let path = a.dir.join(format!("{stem}.redb"));
     let _ = std::fs::remove_file(&path);
     let idx = RdnsIndex::open(idx_path)?;
     let t = Instant::now();
@@ -419,7 +503,7 @@ fn kv_compare(
             }
             let single = qs.len() as f64 / t.elapsed().as_secs_f64();
             println!(
-                "  redb {name:<10} {:<5} hits {:>5.1} %  get 1 thr {:>6.2} M/s",
+                "  redb {name:<10} {:<5} hits {:>5.1} % ({hits})  get 1 thr {:>6.3} M/s",
                 if cold { "cold" } else { "warm" },
                 100.0 * hits as f64 / qs.len() as f64,
                 single / 1e6
