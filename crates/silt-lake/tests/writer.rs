@@ -325,6 +325,12 @@ fn row_groups_reach_the_byte_target() {
         .map(|rg| rg.compressed_size())
         .collect();
     eprintln!("row group sizes: {sizes:?}");
+    // Not even the first row group (encoded on lane threads before anything is known about
+    // the data's size) may run far past the target.
+    assert!(
+        sizes.iter().all(|&c| c <= 96 * 1024),
+        "a row group over 1.5x the 64 KiB target: {sizes:?}"
+    );
     // The first row group calibrates the size estimate; the last one ends with the file.
     for &c in &sizes[1..sizes.len() - 1] {
         assert!(

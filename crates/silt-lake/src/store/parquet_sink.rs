@@ -77,6 +77,8 @@ pub(super) struct ParquetSink {
     costs: Option<Vec<u64>>,
     /// Bytes of slices handed to lanes and not yet encoded by all of them.
     queued: Arc<AtomicUsize>,
+    /// Rows the row group had (encoded inline) when its columns went to the lanes.
+    lane_start_rows: usize,
 }
 
 /// Threads that encode column chunks (the machines silt is measured on have two cores; the
@@ -87,6 +89,9 @@ const ENCODE_THREADS: usize = 2;
 const INLINE_ROWS: usize = 4096;
 /// Slices waiting for each lane at most (the sink's memory counts them).
 const LANE_QUEUE: usize = 2;
+/// Once a row group's estimated size reaches this share of the target, the lanes catch up
+/// before each slice is sized.
+const NEAR_TARGET: f64 = 0.75;
 /// Rows handed to the column writers at a time, at most.
 const WRITE_SLICE_ROWS: usize = 65536;
 /// Rows of the first slice written, before anything is known about the data's size per row.
@@ -197,6 +202,8 @@ enum ToLane {
     },
     /// Close the row group's columns and send them back.
     Close(SyncSender<CloseReply>),
+    /// Answer once every slice before this one is encoded.
+    Sync(SyncSender<()>),
 }
 
 /// What a lane publishes about the row group in progress.
@@ -290,6 +297,9 @@ fn lane_main(rx: Receiver<ToLane>, p: &LaneProgress) {
                     }
                 }
             }
+            ToLane::Sync(reply) => {
+                let _ = reply.send(());
+            }
             ToLane::Close(reply) => {
                 let r = match error.take() {
                     Some(e) => Err(e),
@@ -335,13 +345,15 @@ impl ParquetSink {
             bytes_per_row: None,
             costs: None,
             queued: Arc::new(AtomicUsize::new(0)),
+            lane_start_rows: 0,
         })
     }
 
     /// The row group's encoded size so far, calibrated (parquet-rs's estimate times what the
     /// last row group really took). With lanes, each lane's estimate is scaled from the rows it
-    /// has encoded to the rows handed to it.
-    fn estimated(&self) -> f64 {
+    /// has encoded to the rows handed to it; before a lane has encoded any slice of the row
+    /// group, the last row group's bytes per row, and `None` in the first row group.
+    fn estimated(&self) -> Option<f64> {
         let raw = match &self.group {
             Group::Inline(c) => c.estimated() as f64,
             Group::Unassigned(_) => 0.0,
@@ -349,11 +361,8 @@ impl ParquetSink {
                 let mut sum = 0.0;
                 for l in &self.lanes {
                     let rows = l.progress.rows.load(Ordering::Acquire);
-                    if rows == 0 {
-                        // Nothing encoded yet in this row group: the last one's bytes per row.
-                        return self
-                            .bytes_per_row
-                            .map_or(0.0, |b| b * self.rows_in_group as f64);
+                    if rows <= self.lane_start_rows {
+                        return self.bytes_per_row.map(|b| b * self.rows_in_group as f64);
                     }
                     let est = l.progress.estimated.load(Ordering::Relaxed) as f64;
                     sum += est * self.rows_in_group as f64 / rows as f64;
@@ -361,7 +370,16 @@ impl ParquetSink {
                 sum
             }
         };
-        raw * self.calibration
+        Some(raw * self.calibration)
+    }
+
+    /// [`Self::estimated`], waiting for the lanes when it is not known yet.
+    fn estimate_now(&mut self) -> anyhow::Result<f64> {
+        if let Some(e) = self.estimated() {
+            return Ok(e);
+        }
+        self.sync_lanes()?;
+        Ok(self.estimated().unwrap_or(0.0))
     }
 
     /// Encodes one slice into the row group in progress: here, or on the lanes.
@@ -436,6 +454,15 @@ impl ParquetSink {
             _ => sizes.to_vec(),
         };
         let plan = balance(&weights, self.lanes.len());
+        for lane in &self.lanes {
+            // What the lanes published is about the row group before until they take the
+            // new columns; they answered its close, so they publish nothing until then.
+            lane.progress
+                .rows
+                .store(self.rows_in_group, Ordering::Release);
+            lane.progress.estimated.store(0, Ordering::Relaxed);
+        }
+        self.lane_start_rows = self.rows_in_group;
         let mut slots: Vec<Option<Column>> = cols.into_iter().map(Some).collect();
         for (lane, idx) in self.lanes.iter().zip(&plan) {
             let mine = idx
@@ -445,6 +472,22 @@ impl ParquetSink {
             lane.send(ToLane::Start(Columns(mine), self.rows_in_group))?;
         }
         self.group = Group::Lanes(plan);
+        Ok(())
+    }
+
+    /// Waits for the lanes to encode every slice they were given.
+    fn sync_lanes(&mut self) -> anyhow::Result<()> {
+        let mut replies = Vec::with_capacity(self.lanes.len());
+        for lane in &self.lanes {
+            let (tx, rx) = sync_channel(1);
+            lane.send(ToLane::Sync(tx))?;
+            replies.push(rx);
+        }
+        for rx in replies {
+            rx.recv().map_err(|_| {
+                anyhow::anyhow!("a column encoding thread ended unexpectedly (it panicked)")
+            })?;
+        }
         Ok(())
     }
 
@@ -546,17 +589,25 @@ impl FileSink for ParquetSink {
         let target = self.target as f64;
         let mut off = 0;
         while off < batch.num_rows() {
+            let mut est = self.estimate_now()?;
+            if matches!(self.group, Group::Lanes(_)) && est >= NEAR_TARGET * target {
+                // Near the target, size the last slices from what the lanes have really
+                // encoded, not from an extrapolation of slices still in their queues (which
+                // once made a row group 20 % larger than the target).
+                self.sync_lanes()?;
+                est = self.estimate_now()?;
+            }
             let mut take = WRITE_SLICE_ROWS
                 .min(batch.num_rows() - off)
                 .min(self.max_rows - self.rows_in_group);
             let per_row = if self.rows_in_group > 0 {
-                Some(self.estimated() / self.rows_in_group as f64)
+                Some(est / self.rows_in_group as f64)
             } else {
                 self.bytes_per_row
             };
             match per_row {
                 Some(b) if b > 0.0 => {
-                    let fit = ((target - self.estimated()) / b).floor().max(1.0) as usize;
+                    let fit = ((target - est) / b).floor().max(1.0) as usize;
                     take = take.min(fit);
                 }
                 // Nothing known yet about this data: a small first slice to learn from.
@@ -566,7 +617,7 @@ impl FileSink for ParquetSink {
             // (`crate::narrow`), so lists are narrowed to the slice first.
             self.encode(&crate::narrow::narrow_lists(&batch.slice(off, take))?)?;
             off += take;
-            if self.estimated() >= target || self.rows_in_group >= self.max_rows {
+            if self.estimated().unwrap_or(0.0) >= target || self.rows_in_group >= self.max_rows {
                 self.flush_row_group()?;
             }
         }
