@@ -25,6 +25,7 @@ after the kill, before any recovery, and again after `silt vacuum`.
 The object-store lake is measured by bench/object-lake.sh.
 """
 import argparse, json, os, random, shutil, socket, subprocess, sys, tempfile, threading, time
+from peak_rss import child_peak
 
 sys.path.insert(0, os.path.dirname(__file__))
 import msgpack  # noqa: E402
@@ -109,7 +110,7 @@ def run_rss(cmd):
     wall = time.perf_counter() - t
     if status != 0:
         sys.exit(f"{' '.join(cmd)} failed ({status})")
-    return out.decode(), wall, ru.ru_maxrss * 1024
+    return out.decode(), wall, child_peak(ru, cmd)
 
 
 def queries(lake, tables):

@@ -11,7 +11,7 @@ size (default 200MB and 2GiB, i.e. >= 2 GB):
   3. runs tshark extracting the same columns (time, addresses, ports, protocol, VLAN, lengths,
      Community ID via the communityid post-dissector) to /dev/null,
 each a separate process whose wall time and peak RSS are measured (os.wait4 rusage of that very
-child). tshark is slow: with --tshark-max it reads only a prefix of the trace (whole records, cut
+child; bench/peak_rss.py warns when a figure could be this process's own peak). tshark is slow: with --tshark-max it reads only a prefix of the trace (whole records, cut
 by this script), which is fair because throughput is per byte; the table says so.
 Prints MB/s, packets/s, peak RSS, the silt/tshark throughput ratio (goal >= 10x) and the peak
 RSS at the largest size over the smallest (goal: within 20%), and writes OUT/pcap.md and .csv.
@@ -34,6 +34,7 @@ import struct
 import subprocess
 import sys
 import time
+from peak_rss import child_peak
 
 TSHARK_FIELDS = [
     "frame.time_epoch", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "tcp.srcport",
@@ -62,7 +63,7 @@ def measure(cmd, stdout=subprocess.DEVNULL):
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
-    rss = ru.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    rss = child_peak(ru, cmd)
     return wall, rss, p.returncode, err.decode(errors="replace")
 
 

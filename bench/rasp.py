@@ -2,7 +2,7 @@
 """The RASP pipeline as a benchmark (issue 23): sFlow samples enriched with ASN, geo and reverse
 DNS at import, against the same lookups as a DuckDB join, then RASP's queries.
 
-  bench/rasp.sh [--rdns-rows 20000000] [--samples 10000000] [--reps 3] [--from-pcap TRACE.pcap]
+  bench/rasp.sh [--rdns-rows 200000000] [--samples 10000000] [--reps 3] [--from-pcap TRACE.pcap]
 
 1. `silt generate rdns` (Rapid7-shaped ip,name rows) plus one PTR-shaped row per distinct
    address of the capture (real traffic's addresses mostly have PTR records), and `silt index
@@ -19,12 +19,14 @@ DNS at import, against the same lookups as a DuckDB join, then RASP's queries.
 4. RASP's queries over the enriched rows: count in a time window, top-10 AS pairs by sampled
    packets, top-10 reverse-DNS pairs; silt (`silt query` process wall time, start-up included)
    and DuckDB (in-process, a glob over the same files), median of --reps, ratios silt/DuckDB.
-5. An embedded key-value store holding the same pairs (redb, through the silt-rdns example
-   `rdns-bench --index --lookups --kv`): the index's pairs loaded into redb, then the first
-   2,000,000 of the capture's lookups (each sample's src and dst, in time order) against the
-   index and against redb, cold (pages dropped first) and warm: lookups/s, hits and bytes on disk.
+5. Embedded key-value stores holding the same pairs (RocksDB, and redb where its file fits on
+   disk; through the silt-rdns example `rdns-bench --index --lookups --kv`): the index's pairs
+   loaded into each, then the first 2,000,000 of the capture's lookups (each sample's src and dst,
+   in time order) against the index and against each store, cold (pages dropped first) and warm:
+   lookups/s (single and batched), hits and bytes on disk.
 """
-import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+from peak_rss import child_peak
 
 
 def timed(cmd, env=None):
@@ -38,7 +40,7 @@ def timed(cmd, env=None):
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(cmd)} failed: {err.decode()[-2000:]}")
-    return out.decode() + err.decode(), wall, ru.ru_maxrss * 1024
+    return out.decode() + err.decode(), wall, child_peak(ru, cmd)
 
 
 def drop_caches():
@@ -72,7 +74,10 @@ def main():
     ap.add_argument("--rdns-bench", required=True, help="the silt-rdns example rdns-bench (release build)")
     ap.add_argument("--kv-lookups", type=int, default=2_000_000,
                     help="how many of the capture's lookups the key-value comparison makes")
-    ap.add_argument("--rdns-rows", type=int, default=20_000_000)
+    ap.add_argument("--kv-stores", default="auto",
+                    help="key-value stores to compare with (redb,rocksdb); auto: rocksdb, and redb when its "
+                         "file (about 190 bytes per pair while it loads) would take under half the free disk")
+    ap.add_argument("--rdns-rows", type=int, default=200_000_000)
     ap.add_argument("--samples", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--work", default=None)
@@ -116,10 +121,12 @@ def main():
                    f"FROM (SELECT src AS ip FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true) "
                    f"UNION SELECT dst FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true)) "
                    f"WHERE ip IS NOT NULL) TO '{traffic}' (FORMAT csv, HEADER false, COMPRESSION gzip)")
+    # Streamed: a benchmark process that held the 1.2 GB set would lend its peak to every
+    # child's measured RSS (bench/peak_rss.py).
     with open(csv, "wb") as out:
         for part in (base, traffic):
             with open(part, "rb") as f:
-                out.write(f.read())
+                shutil.copyfileobj(f, out, 1 << 20)
     out, build_s, build_rss = timed([S, "index", "rdns", csv, "-o", idx])
     gz, ib = os.path.getsize(csv), os.path.getsize(idx)
 
@@ -152,20 +159,31 @@ def main():
     duck(a.python, f"COPY (SELECT ip FROM (SELECT src AS ip, time, frame, 0 AS k FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true) "
                    f"UNION ALL SELECT dst, time, frame, 1 FROM read_parquet('{lake0}/sflow.sample/**/*.parquet', hive_partitioning = true)) "
                    f"WHERE ip IS NOT NULL ORDER BY time, frame, k LIMIT {a.kv_lookups}) TO '{lookups}' (FORMAT csv, HEADER false)")
-    kv_out, kv_s, kv_rss = timed([a.rdns_bench, "--index", idx, "--lookups", lookups, "--kv",
+    stores = a.kv_stores
+    free = os.statvfs(work).f_bavail * os.statvfs(work).f_frsize
+    if stores == "auto":
+        redb_bytes = 190 * (a.rdns_rows + 2 * a.samples)
+        stores = "rocksdb" + (",redb" if redb_bytes < free / 2 else "")
+        if "redb" not in stores:
+            print(f"   redb left out: about {redb_bytes / 1e9:.0f} GB for these pairs, {free / 1e9:.0f} GB free", flush=True)
+    kv_out, kv_s, kv_rss = timed([a.rdns_bench, "--index", idx, "--lookups", lookups, "--kv", stores,
                                   "--dir", os.path.join(work, "kv")])
     kv = {}
     for line in kv_out.splitlines():
         m = re.match(r"\s*index capture (cold|warm)\s+hits (\d+) lookup 1 thr ([\d.]+) M/s\s+lookup_many 1 thr ([\d.]+) M/s", line)
         if m:
             kv[("index", m[1])] = (int(m[2]), float(m[3]), float(m[4]))
-        m = re.match(r"\s*redb capture\s+(cold|warm)\s+hits\s+[\d.]+ % \((\d+)\)\s+get 1 thr\s+([\d.]+) M/s", line)
+        m = re.match(r"\s*kv (\w+) capture\s+(cold|warm)\s+hits\s+[\d.]+ % \((\d+)\)\s+get 1 thr\s+([\d.]+) M/s\s+batched 1 thr (-|([\d.]+) M/s)", line)
         if m:
-            kv[("redb", m[1])] = (int(m[2]), float(m[3]))
-        m = re.match(r"redb: (\d+) entries loaded in ([\d.]+) s, compacted in ([\d.]+) s; ([\d.]+) MiB on disk", line)
+            kv[(m[1], m[2])] = (int(m[3]), float(m[4]), float(m[6]) if m[6] else None)
+        m = re.match(r"kv (\w+): (\d+) entries loaded in ([\d.]+) s(.*)", line)
         if m:
-            kv["load"] = (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
-    if len(kv) != 5:
+            kv[("load", m[1])] = (int(m[2]), float(m[3]), m[4].strip(" ,;()"))
+        m = re.match(r"kv (\w+): ([\d.]+) MiB on disk", line)
+        if m:
+            kv[("bytes", m[1])] = float(m[2]) * 2**20
+    stores = stores.split(",")
+    if len(kv) != 2 + 4 * len(stores):
         sys.exit(f"rdns-bench output not understood:\n{kv_out}")
 
     # 4. RASP's queries over the enriched lake.
@@ -209,13 +227,16 @@ def main():
     print(f"| DuckDB join (src, dst) with rdns in Parquet | lookups/s | {2 * n / duck_join_s:,.0f} ({duck_join_s:.1f} s) | silt's rdns inside the import | silt/DuckDB wall {enr_s / duck_join_s:.2f} |")
     print(f"| reverse DNS on disk | index / Parquet table | {ib / 1e6:.1f} MB / {pqb / 1e6:.1f} MB | | {ib / pqb:.3f} |")
     n_kv = min(a.kv_lookups, 2 * n)
-    for state in ("cold", "warm"):
-        ih, i1, im = kv[("index", state)]
-        rh, r1 = kv[("redb", state)]
-        print(f"| rdns lookups, the capture's first {n_kv:,}, {state} | silt index / redb, M lookups/s (1 thread) | {i1:.3f} (batched {im:.3f}) / {r1:.3f} | redb | {i1 / r1:.2f} |")
-        print(f"| rdns hits, {state} | silt index / redb | {ih:,} / {rh:,} | equal | {'equal' if ih == rh else 'DIFFERENT'} |")
-    ke, kl, kc, kmib = kv["load"]
-    print(f"| reverse DNS on disk | index / redb ({ke:,} pairs, loaded {kl:.0f} s + compacted {kc:.0f} s) | {ib / 1e6:.1f} MB / {kmib * 2**20 / 1e6:,.1f} MB | | {ib / (kmib * 2**20):.4f} |")
+    for store in stores:
+        for state in ("cold", "warm"):
+            ih, i1, im = kv[("index", state)]
+            rh, r1, rm = kv[(store, state)]
+            rb = f" (batched {rm:.3f})" if rm is not None else ""
+            print(f"| rdns lookups, the capture's first {n_kv:,}, {state} | silt index / {store}, M lookups/s (1 thread) | {i1:.3f} (batched {im:.3f}) / {r1:.3f}{rb} | {store} | {i1 / r1:.2f} |")
+            print(f"| rdns hits, {state} | silt index / {store} | {ih:,} / {rh:,} | equal | {'equal' if ih == rh else 'DIFFERENT'} |")
+        ke, kl, kd = kv[("load", store)]
+        kb = kv[("bytes", store)]
+        print(f"| reverse DNS on disk | index / {store} ({ke:,} pairs, loaded in {kl:.0f} s: {kd}) | {ib / 1e6:.1f} MB / {kb / 1e6:,.1f} MB | | {ib / kb:.4f} |")
     hs = hits_silt.strip().splitlines()[1]
     print(f"| rdns hits (src, dst) | silt / DuckDB | {hs} / {','.join(hits_duck[0])} | equal | {'equal' if hs == ','.join(hits_duck[0]) else 'DIFFERENT'} |")
     for name, s_m, d_m in qres:

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from peak_rss import child_peak
 
 START_MS = 1_711_281_600_000  # 2024-03-24 12:00:00 UTC
 TEN_MIN_MS = 600_000
@@ -48,14 +49,14 @@ def run_measured(cmd):
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read().decode(errors="replace")
-    # wait4 gives the rusage of exactly this child (ru_maxrss in KiB on Linux).
+    # wait4 gives this child's rusage (its ru_maxrss: see bench/peak_rss.py).
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"command failed ({code}): {' '.join(map(str, cmd))}\n{out[-2000:]}{err[-3000:]}")
-    return wall, ru.ru_maxrss * 1024, out
+    return wall, child_peak(ru, cmd), out
 
 
 def run_median(cmd, runs):

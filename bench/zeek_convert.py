@@ -13,7 +13,8 @@ venv (scripts/pyenv.sh). This script:
      ..., so a slow spell of a shared machine hits all alike; --silt-old adds a second silt
      binary, e.g. the previous commit's, to check a change for regressions), each run a separate
      process whose wall time and peak RSS are measured (os.wait4 rusage of that very child, so /usr/bin/time is not
-     needed and the numbers are per-process, not cumulative),
+     needed and the numbers are per-process, not cumulative; bench/peak_rss.py warns when a figure
+     could be this process's own peak, which Linux lends to every child it forks),
   3. checks every tool wrote the same number of rows, and prints/writes a table of medians
      (with the bytes and the number of files each tool wrote) and, per family, the silt/DuckDB
      ratios next to the targets and the silt/pyarrow (and silt/duckdb-hourly: DuckDB writing
@@ -40,6 +41,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
+from peak_rss import child_peak
 
 TARGETS = {"wall": 0.5, "rss": 0.5, "bytes": 0.9}  # silt / DuckDB, all zstd level 1
 
@@ -337,14 +339,14 @@ def run_measured(cmd, env=None):
     """Runs cmd; returns (wall seconds, peak RSS bytes) of that process."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    # wait4 gives the rusage of exactly this child (ru_maxrss in KiB on Linux).
+    # wait4 gives this child's rusage (its ru_maxrss: see bench/peak_rss.py).
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         sys.exit(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{err[-3000:]}")
-    return wall, ru.ru_maxrss * 1024
+    return wall, child_peak(ru, cmd)
 
 
 def tree_bytes(path):
