@@ -284,7 +284,7 @@ impl Default for WriterConfig {
             bloom_columns: Vec::new(),
             bloom_lookup_columns: true,
             bloom_fpp: 0.01,
-            sort_buffer_bytes: 32 << 20,
+            sort_buffer_bytes: 16 << 20,
             memory_bytes: 256 << 20,
             max_open_partitions: 32,
             time_column: None,

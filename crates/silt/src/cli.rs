@@ -401,7 +401,7 @@ pub struct WriteOpts {
     pub memory: usize,
     /// Per-partition sort buffer: input out of order by less than about half of this still
     /// yields one sorted file per partition.
-    #[arg(long, default_value = "32MiB", value_parser = parse_bytes)]
+    #[arg(long, default_value = "16MiB", value_parser = parse_bytes)]
     pub sort_buffer: usize,
     /// Partition (and sort) by this top-level timestamp column instead of the table's time
     /// column, at auto (default), hour, day, month or no granularity:
