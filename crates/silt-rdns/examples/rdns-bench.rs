@@ -284,28 +284,7 @@ fn main() -> Result<()> {
         ("zipf-100k", &zipf_q),
     ] {
         for cold in [true, false] {
-            if cold {
-                drop_cache(&idx_path);
-            }
-            // single lookups, 1 thread
-            let idx = RdnsIndex::open_with(&idx_path, cache_opts())?;
-            let t = Instant::now();
-            let mut hits = 0u64;
-            for ip in qs.iter().flatten() {
-                hits += u64::from(idx.lookup_shared(*ip)?.is_some());
-            }
-            let single = qs.len() as f64 / t.elapsed().as_secs_f64();
-            // batches of 8192, 1 thread (fresh index)
-            if cold {
-                drop_cache(&idx_path);
-            }
-            let idx = RdnsIndex::open_with(&idx_path, cache_opts())?;
-            let t = Instant::now();
-            let mut out = Vec::new();
-            for chunk in qs.chunks(8192) {
-                idx.lookup_many(chunk, &mut out)?;
-            }
-            let batch1 = qs.len() as f64 / t.elapsed().as_secs_f64();
+            let (hits, single, batch1) = one_thread_passes(&idx_path, qs, cold)?;
             // batches, 2 threads sharing one index (fresh)
             if cold {
                 drop_cache(&idx_path);
@@ -379,6 +358,39 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// The index on `qs` on one thread, each pass with a fresh index (empty caches) and, when
+/// `cold`, the file's pages dropped first: hits and lookups/s of single lookups, then of
+/// `lookup_many` in batches of 8192.
+fn one_thread_passes(
+    idx_path: &std::path::Path,
+    qs: &[Option<IpAddr>],
+    cold: bool,
+) -> Result<(u64, f64, f64)> {
+    let fresh = || {
+        if cold {
+            drop_cache(idx_path);
+        }
+        RdnsIndex::open_with(idx_path, cache_opts())
+    };
+    let idx = fresh()?;
+    let single = measure(qs, || {
+        let mut hits = 0u64;
+        for ip in qs.iter().flatten() {
+            hits += u64::from(idx.lookup_shared(*ip)?.is_some());
+        }
+        Ok(hits)
+    })?;
+    let idx = fresh()?;
+    let batched = measure(qs, || {
+        let mut out = Vec::new();
+        for chunk in qs.chunks(8192) {
+            idx.lookup_many(chunk, &mut out)?;
+        }
+        Ok(0)
+    })?;
+    Ok((single.hits, single.per_s, batched.per_s))
+}
+
 /// `--index IDX --lookups FILE`: the index (and with `--kv` the stores) on the given addresses, in
 /// their order: single lookups on one thread and `lookup_many` in batches of 8192, cold (the
 /// file's pages dropped first, a fresh index) and warm.
@@ -402,26 +414,7 @@ fn given_lookups(a: &Args, idx_path: &std::path::Path, file: &std::path::Path) -
     let idx_bytes = std::fs::metadata(idx_path)?.len();
     println!("index: {:.1} MiB", mib(idx_bytes));
     for cold in [true, false] {
-        if cold {
-            drop_cache(idx_path);
-        }
-        let idx = RdnsIndex::open_with(idx_path, cache_opts())?;
-        let t = Instant::now();
-        let mut hits = 0u64;
-        for ip in qs.iter().flatten() {
-            hits += u64::from(idx.lookup_shared(*ip)?.is_some());
-        }
-        let single = qs.len() as f64 / t.elapsed().as_secs_f64();
-        if cold {
-            drop_cache(idx_path);
-        }
-        let idx = RdnsIndex::open_with(idx_path, cache_opts())?;
-        let t = Instant::now();
-        let mut out = Vec::new();
-        for chunk in qs.chunks(8192) {
-            idx.lookup_many(chunk, &mut out)?;
-        }
-        let batch = qs.len() as f64 / t.elapsed().as_secs_f64();
+        let (hits, single, batch) = one_thread_passes(idx_path, &qs, cold)?;
         println!(
             "  index capture {:<5} hits {hits} lookup 1 thr {:.3} M/s  lookup_many 1 thr {:.3} M/s",
             if cold { "cold" } else { "warm" },
