@@ -19,6 +19,13 @@
 //!   numbers drift apart. Few values are distinct (a 24th) and the dictionary would fit, but
 //!   plain values through zstd take far less than its indices (and less than deltas, which jump
 //!   between agents): no dictionary, plain.
+//! - `client_port`: a UInt16 of random ephemeral ports (32768-60999), 60 % distinct in the
+//!   sample, which would make a wider type lose its dictionary; a 16-bit dictionary cannot
+//!   overflow, and its indices beat plain values: dictionary.
+//! - `cycle_port`: a UInt16 whose 2,001 random values repeat in the same order (a log made of
+//!   one day's records repeated, as in the real-derived Zeek benchmark): zstd finds the repeats
+//!   in byte-aligned plain values, not in 11-bit indices whose cycle ends mid-byte, so plain
+//!   takes a fraction of the indices' bytes: no dictionary, plain.
 //!
 //! The oracle for sizes is independent of silt's choice: each column written alone by parquet-rs
 //! with and without a dictionary; silt's chunk must be no larger than the smaller of the two
@@ -28,7 +35,7 @@ mod common;
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Decimal128Array, UInt32Array, UInt64Array};
+use arrow::array::{ArrayRef, Decimal128Array, UInt16Array, UInt32Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -104,6 +111,11 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
             seqs[agent]
         })
         .collect();
+    let client_port: Vec<u16> = (0..N)
+        .map(|_| 32768 + (r.next_u64() % 28232) as u16)
+        .collect();
+    let cycle: Vec<u16> = (0..2001).map(|_| (r.next_u64() % 65536) as u16).collect();
+    let cycle_port: Vec<u16> = (0..N).map(|i| cycle[i % cycle.len()]).collect();
     let schema = Arc::new(Schema::new(vec![
         Field::new("pair_id", DataType::UInt64, true),
         Field::new("duration", DataType::Decimal128(18, 6), true),
@@ -111,6 +123,8 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
         Field::new("port", DataType::UInt64, true),
         Field::new("counter", DataType::UInt32, true),
         Field::new("datagram_seq", DataType::UInt32, true),
+        Field::new("client_port", DataType::UInt16, true),
+        Field::new("cycle_port", DataType::UInt16, true),
     ]));
     let cols: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from(pair)),
@@ -123,6 +137,8 @@ fn columns() -> (SchemaRef, Vec<ArrayRef>) {
         Arc::new(UInt64Array::from(port)),
         Arc::new(UInt32Array::from(counter)),
         Arc::new(UInt32Array::from(datagram_seq)),
+        Arc::new(UInt16Array::from(client_port)),
+        Arc::new(UInt16Array::from(cycle_port)),
     ];
     (schema, cols)
 }
@@ -209,7 +225,7 @@ fn number_dictionaries_only_where_they_fit_the_file_and_beat_deltas() {
     };
     for (i, f) in schema.fields().iter().enumerate() {
         let name = f.name().as_str();
-        let want_dict = matches!(name, "pool" | "port");
+        let want_dict = matches!(name, "pool" | "port" | "client_port");
         assert_eq!(dict(&got[i].1), want_dict, "{name}: {:?}", got[i].1);
         let with = alone(name, &cols[i], true, dir.path());
         let without = alone(name, &cols[i], false, dir.path());
@@ -252,4 +268,16 @@ fn number_dictionaries_only_where_they_fit_the_file_and_beat_deltas() {
     let pool = (alone("pool", &cols[2], false, dir.path()) as f64)
         / alone("pool", &cols[2], true, dir.path()) as f64;
     assert!(pool > 1.05, "pool without/with dictionary: {pool:.3}");
+    let client = (alone("client_port", &cols[6], false, dir.path()) as f64)
+        / alone("client_port", &cols[6], true, dir.path()) as f64;
+    assert!(
+        client > 1.05,
+        "client_port without/with dictionary: {client:.3}"
+    );
+    let cycle = (alone("cycle_port", &cols[7], true, dir.path()) as f64)
+        / alone("cycle_port", &cols[7], false, dir.path()) as f64;
+    assert!(
+        cycle > 1.5,
+        "cycle_port with/without dictionary: {cycle:.3}"
+    );
 }

@@ -564,10 +564,12 @@ fn push_scalar(
             Some(v) => col.push_f64(v),
             None => return Err(invalid("double", f)),
         },
-        ZType::Interval => match std::str::from_utf8(f)
-            .ok()
-            .and_then(silt_core::time::parse_epoch_seconds)
-        {
+        // Zeek writes intervals as it writes times (`0.000300`): the same fast path.
+        ZType::Interval => match fast_time(f).or_else(|| {
+            std::str::from_utf8(f)
+                .ok()
+                .and_then(silt_core::time::parse_epoch_seconds)
+        }) {
             Some(us) => col.push_i64(us),
             None => return Err(invalid("interval", f)),
         },
