@@ -838,6 +838,17 @@ mod tests {
                 .collect();
             assert_eq!(v, want, "sep {sep}");
         }
+        // Every length around the 8-byte step and its tail, separators at every place.
+        for len in 0..70usize {
+            let line: Vec<u8> = (0..len)
+                .map(|i| if i % 5 == len % 5 { b'\t' } else { b'x' })
+                .collect();
+            find_all(b"\t", &line, &mut v);
+            let want: Vec<u32> = (0..len as u32)
+                .filter(|i| line[*i as usize] == b'\t')
+                .collect();
+            assert_eq!(v, want, "len {len}");
+        }
         find_all(b"||", b"a||b|c||||d", &mut v);
         assert_eq!(v, vec![1, 6, 8]);
     }
