@@ -14,6 +14,8 @@
 //!   hints, and the sinks;
 //! - `background`: a file sink that encodes on a thread of its own, overlapping sorting;
 //! - `bloom`: the bloom filters of lookup columns, built in address order;
+//! - `permute`: a sort buffer's rows put in sorted order, each column read in order and each
+//!   value written to its place;
 //! - `narrow`: list columns of a sliced batch narrowed to the values its rows use, before
 //!   parquet-rs encodes them;
 //! - [`layout`]: partition directories and file names;
@@ -48,6 +50,7 @@ pub mod imports;
 pub mod inspect;
 pub mod layout;
 mod narrow;
+mod permute;
 pub mod publish;
 pub mod rejects;
 pub mod remote;
