@@ -828,7 +828,7 @@ pub(crate) fn sorted_batches(
     Ok(vec![crate::permute::permute_batch(schema, batches, picks)?])
 }
 
-/// Below this many rows per run on average, sorted rows are gathered one by one.
+/// Below this many rows per run on average, sorted rows are moved one by one ([`crate::permute`]).
 const MIN_MEAN_RUN: usize = 16;
 
 /// Runs shorter than this are copied together with their neighbours into one batch rather than

@@ -337,7 +337,6 @@ fn high_cardinality_leaves(
         overhead: usize,
         page: usize,
         rows: usize,
-        max_dict_bytes: f64,
     ) -> (bool, f64, usize) {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(n.min(4096));
         let (mut bytes, mut dict_bytes, mut half_distinct) = (0usize, 0usize, 0usize);
@@ -358,9 +357,6 @@ fn high_cardinality_leaves(
                 .clamp(0.0, 1.0);
             projected *= (rows as f64 / n as f64).powf(b);
         }
-        // A narrow type has only so many values (a 16-bit port at most 65,536): growth stops
-        // there, however fast the sample's distinct values grew.
-        projected = projected.min(max_dict_bytes);
         (
             seen.len() * 2 > n || projected > page as f64,
             mean,
@@ -399,7 +395,7 @@ fn high_cardinality_leaves(
                     .filter(|&i| s.is_valid(i))
                     .map(|i| s.value(i).as_bytes());
                 // A dictionary entry is the value plus its 4-byte length.
-                let (high, mean, _) = unique(vals, valid, 4, pages.0, 0, f64::INFINITY);
+                let (high, mean, _) = unique(vals, valid, 4, pages.0, 0);
                 let offsets = s.value_offsets();
                 let rows =
                     partition_point(1, n, |i| ((offsets[i] - offsets[0]) as usize) < TRIAL_BYTES);
@@ -407,10 +403,10 @@ fn high_cardinality_leaves(
             }
             // Decimals up to 18 digits are 4- or 8-byte integers in the file; counted as 8 bytes
             // (their low 8 bytes tell them apart), which errs towards plain for the 4-byte ones.
-            // 32-bit numbers count 4 bytes and 16-bit ones (ports) 2: their dictionaries
-            // overflow like any other's, and they are tried against deltas and plain values
-            // (sFlow's sample pools and sequence numbers; real client ports, 3.4x smaller plain
-            // through zstd than as indices in the real-derived conn benchmark).
+            // 32-bit numbers count 4 bytes: their dictionaries overflow like any other's. 16-bit
+            // ones (ports) cannot overflow theirs (below). All are tried against deltas and
+            // plain values (sFlow's sample pools and sequence numbers; real client ports, 3.4x
+            // smaller plain through zstd than as indices in the real-derived conn benchmark).
             DataType::Int64
             | DataType::UInt64
             | DataType::Float64
@@ -434,15 +430,10 @@ fn high_cardinality_leaves(
                 let vals = (0..n)
                     .filter(|&i| a.is_valid(i))
                     .map(|i| &v[i * width..i * width + key]);
-                // Every value of a 16-bit type in the dictionary: 65,536 of them.
-                let max_dict = if key == 2 {
-                    (1usize << 16) as f64 * key as f64
-                } else {
-                    f64::INFINITY
-                };
-                let (high, _, distinct) = unique(vals, valid, 0, pages.1, rows, max_dict);
-                // Mostly distinct in the sample or not, a 16-bit dictionary fits its page and
-                // its indices are at most 16 bits: the trial against plain values decides
+                let (high, _, distinct) = unique(vals, valid, 0, pages.1, rows);
+                // Mostly distinct in the sample or not, a 16-bit dictionary (65,536 values at
+                // most) fits its page and its indices are at most 16 bits: the trial against
+                // plain values decides
                 // (random client ports are 60 % distinct in 64Ki rows, and 12 % smaller as
                 // indices over a 2M-row file).
                 let high = high && key != 2;
