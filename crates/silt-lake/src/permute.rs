@@ -18,19 +18,27 @@ use arrow::array::{
 };
 use arrow::buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
 use arrow::compute::interleave;
-use arrow::datatypes::{ArrowNativeType, BinaryType, ByteArrayType, DataType, Utf8Type};
+use arrow::datatypes::{ArrowNativeType, BinaryType, ByteArrayType, DataType, SchemaRef, Utf8Type};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
-/// Where the rows of `batches` go: `dest[b][r]` is the sorted place of row `r` of batch `b`.
+/// Where the rows of a sequence of batches go.
 pub(crate) struct Permutation {
+    /// `dest[b][r]`: the sorted place of row `r` of batch `b`.
     dest: Vec<Vec<u32>>,
-    /// The same as (batch, row) picks in sorted order, for the types left to `interleave`.
+    /// The same as (batch, row) in sorted order, for the types left to `interleave`.
     picks: Vec<(usize, usize)>,
 }
 
 impl Permutation {
-    /// From the picks (batch, row) in sorted order.
-    pub(crate) fn new(lens: &[usize], picks: Vec<(usize, usize)>) -> Self {
+    /// From the sorted order of the rows of batches of `lens` rows read as one sequence
+    /// (`order[j]`: the row that goes to place `j`; every row once).
+    pub(crate) fn new(lens: &[usize], order: &[u32]) -> Self {
+        let mut origin: Vec<(usize, usize)> = Vec::with_capacity(order.len());
+        for (b, &n) in lens.iter().enumerate() {
+            origin.extend((0..n).map(|r| (b, r)));
+        }
         let mut dest: Vec<Vec<u32>> = lens.iter().map(|&n| vec![0; n]).collect();
+        let picks: Vec<(usize, usize)> = order.iter().map(|&g| origin[g as usize]).collect();
         for (j, &(b, r)) in picks.iter().enumerate() {
             dest[b][r] = j as u32;
         }
@@ -42,23 +50,22 @@ impl Permutation {
     }
 }
 
-/// The rows `picks` (batch, row; every row of `batches` once) in that order, as one batch
-/// under `schema`.
+/// The rows of `batches` in `order` (as for [`Permutation::new`]), as one batch under `schema`.
 pub(crate) fn permute_batch(
-    schema: &arrow::datatypes::SchemaRef,
-    batches: &[arrow::record_batch::RecordBatch],
-    picks: Vec<(usize, usize)>,
-) -> anyhow::Result<arrow::record_batch::RecordBatch> {
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    order: &[u32],
+) -> anyhow::Result<RecordBatch> {
     let lens: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
-    let p = Permutation::new(&lens, picks);
+    let p = Permutation::new(&lens, order);
     let columns = (0..schema.fields().len())
         .map(|c| {
             let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
             permute(&arrays, &p)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let options = arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(p.len()));
-    Ok(arrow::record_batch::RecordBatch::try_new_with_options(
+    let options = RecordBatchOptions::new().with_row_count(Some(p.len()));
+    Ok(RecordBatch::try_new_with_options(
         schema.clone(),
         columns,
         &options,
@@ -126,9 +133,19 @@ fn permute_fixed<T: ArrowNativeType>(
     arrays: &[&dyn Array],
     p: &Permutation,
 ) -> anyhow::Result<ArrayRef> {
+    let data: Vec<ArrayData> = arrays.iter().map(|a| a.to_data()).collect();
+    // A buffer not aligned for `T` (possible for data from outside, such as IPC) cannot be
+    // read as `T`s: such columns take `interleave` rather than a panic.
+    if data.iter().any(|d| {
+        d.buffers()[0]
+            .as_ptr()
+            .align_offset(std::mem::align_of::<T>())
+            != 0
+    }) {
+        return Ok(interleave(arrays, &p.picks)?);
+    }
     let mut out: Vec<T> = vec![T::default(); p.len()];
-    for (a, dest) in arrays.iter().zip(&p.dest) {
-        let d = a.to_data();
+    for (d, dest) in data.iter().zip(&p.dest) {
         let values = &d.buffers()[0].typed_data::<T>()[d.offset()..d.offset() + d.len()];
         for (v, &j) in values.iter().zip(dest) {
             out[j as usize] = *v;
@@ -223,7 +240,9 @@ mod tests {
                 x ^= x << 17;
                 picks.swap(i, (x % (i as u64 + 1)) as usize);
             }
-            let perm = Permutation::new(&lens, picks.clone());
+            let starts: Vec<usize> = lens.iter().scan(0, |at, &n| { let s = *at; *at += n; Some(s) }).collect();
+            let order: Vec<u32> = picks.iter().map(|&(b, r)| (starts[b] + r) as u32).collect();
+            let perm = Permutation::new(&lens, &order);
             let check = |arrays: &[ArrayRef]| -> Result<(), TestCaseError> {
                 let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
                 prop_assert_eq!(

@@ -820,12 +820,11 @@ pub(crate) fn sorted_batches(
     if let Some(runs) = sorted_runs(order.values(), &starts) {
         return runs_to_batches(schema, batches, &starts, &runs);
     }
-    let mut origin = Vec::with_capacity(order.len());
-    for (b, batch) in batches.iter().enumerate() {
-        origin.extend((0..batch.num_rows()).map(|r| (b, r)));
-    }
-    let picks: Vec<(usize, usize)> = order.values().iter().map(|&i| origin[i as usize]).collect();
-    Ok(vec![crate::permute::permute_batch(schema, batches, picks)?])
+    Ok(vec![crate::permute::permute_batch(
+        schema,
+        batches,
+        order.values(),
+    )?])
 }
 
 /// Below this many rows per run on average, sorted rows are moved one by one ([`crate::permute`]).
