@@ -8,6 +8,7 @@
 //! - [`meta`]: the schema metadata keys readers set and the lake writer reads;
 //! - [`decode`]: the [`Decoder`] contract every format implements (fed in pieces or read whole),
 //!   and the line framer the line-based formats share;
+//! - [`split`]: one stream's blocks of lines decoded on several threads, in stream order;
 //! - [`format`]: [`FormatSpec`], what each format declares for the one format registry;
 //! - [`transform`]: [`Transform`], a step between decoder and sink (`--parse-field`);
 //! - [`sink`]: [`Sink`], the end of a pipeline, which can commit what it received.
@@ -21,6 +22,7 @@ pub mod format;
 pub mod meta;
 pub mod schema;
 pub mod sink;
+pub mod split;
 pub mod table;
 pub mod time;
 pub mod transform;

@@ -331,3 +331,154 @@ fn every_split_of_a_small_stream() {
         assert_eq!(difference(&whole, &ones), None, "{}", spec.name);
     }
 }
+
+/// A Zeek TSV stream decoded on several threads (`silt_core::split`) with blocks of `block`
+/// bytes: the whole stream through `read_split`, and whether it ended in an error.
+fn read_split_tsv(
+    src: &SourceInfo,
+    input: &mut dyn std::io::BufRead,
+    threads: usize,
+    block: usize,
+    batch_rows: usize,
+) -> (CollectEmit, bool) {
+    let mut d = silt_readers::zeek::tsv::ZeekTsvDecoder::new(src, &ReadOptions { batch_rows });
+    let mut out = CollectEmit::default();
+    let split = silt_core::split::Split {
+        threads,
+        block_bytes: block,
+    };
+    let failed = silt_core::split::read_split(&mut d, input, &mut out, split).is_err();
+    (out, failed)
+}
+
+/// The reference: the same stream on one thread, fed whole.
+fn read_serial_tsv(src: &SourceInfo, data: &[u8], batch_rows: usize) -> CollectEmit {
+    let mut d = silt_readers::zeek::tsv::ZeekTsvDecoder::new(src, &ReadOptions { batch_rows });
+    let mut out = CollectEmit::default();
+    silt_core::decode::decode_slice(&mut d, data, &mut out).unwrap();
+    out
+}
+
+/// Every Zeek TSV file of the corpus decoded in blocks on three threads (blocks from a few
+/// lines to many, seeded) gives the rows, rejects with their stream-wide line numbers, and
+/// per-table bytes that one thread gives.
+#[test]
+fn corpus_decoded_in_blocks_on_threads_equals_one_thread() {
+    let Some(root) = silt_testkit::corpus() else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0004);
+    let (mut n, mut rows, mut rejects) = (0, 0, 0);
+    for f in files(&root.join("zeek-tsv")) {
+        let data = bytes(&f);
+        let src = SourceInfo::from_path(&f);
+        let serial = read_serial_tsv(&src, &data, 700);
+        for block in [
+            200 + rng.below(400) as usize,
+            4096 + rng.below(60000) as usize,
+        ] {
+            let (split, failed) = read_split_tsv(&src, &mut &data[..], 3, block, 700);
+            assert!(!failed, "{}: read_split failed", f.display());
+            if let Some(d) = difference(&serial, &split) {
+                panic!("{} (blocks of {block}): {d}", f.display());
+            }
+        }
+        n += 1;
+        rows += serial.total_rows();
+        rejects += serial.rejects.len();
+    }
+    eprintln!("zeek-tsv in blocks: {n} files, {rows} rows, {rejects} rejects");
+    assert!(n >= 89 && rows > 50_000, "zeek-tsv: {n} files, {rows} rows");
+}
+
+/// The hard cases of splitting, at every block size from 1 byte to the whole stream, on two and
+/// three threads: a byte-order mark and blank lines before the first header, a meta prefix of
+/// the stream's own, header blocks that change the separator, fields and table part-way, CRLF,
+/// `#` inside data, bad lines, a line longer than many blocks (the rest then decodes on the
+/// reading thread), and a last line without its end.
+#[test]
+fn every_block_size_of_a_hard_stream() {
+    let src = SourceInfo {
+        display: "x.log".into(),
+        file_name: Some("x.log".into()),
+    };
+    let long = "y".repeat(300);
+    let streams: Vec<Vec<u8>> = vec![
+        format!(
+            "\u{feff}\n\n#separator \\x09\n#path\ta\n#fields\tts\tn\ts\n#types\ttime\tcount\tstring\r\n\
+             1.0\t1\ta#b\nbad\n\n2.5\t-\t#x\n#separator |\n#path|b\n#fields|ts|s\n#types|time|string\n\
+             3.0|z\n4.0|{long}\n5.0|w\nno|no|no\n#separator \\x09\n#path\ta\n#fields\tts\tn\ts\n\
+             #types\ttime\tcount\tstring\n6.0\t6\tq\n7.0\t7\tlast"
+        )
+        .into_bytes(),
+        b"@separator \\x09\n@fields\tts\tn\n@types\ttime\tcount\n1.0\t1\n#x\t2\n2.0\t2\n@path\tc\n3.0\t3\n"
+            .to_vec(),
+        b"1.0\t1\n#fields\tts\n#types\ttime\n\xEF\xBB\xBF2.0\n3.0\n".to_vec(),
+    ];
+    for data in &streams {
+        let serial = read_serial_tsv(&src, data, 2);
+        assert!(serial.total_rows() >= 1 && !serial.rejects.is_empty());
+        for block in 1..=data.len() + 1 {
+            for threads in [2, 3] {
+                let (split, failed) = read_split_tsv(&src, &mut &data[..], threads, block, 2);
+                assert!(!failed);
+                if let Some(d) = difference(&serial, &split) {
+                    panic!(
+                        "{:?}... in blocks of {block} on {threads} threads: {d}",
+                        String::from_utf8_lossy(&data[..20])
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// An input that breaks off with an I/O error after `ok` bytes.
+struct Breaks<'a> {
+    data: &'a [u8],
+    ok: usize,
+}
+
+impl std::io::Read for Breaks<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ok == 0 {
+            return Err(std::io::Error::other("disk gone"));
+        }
+        let n = buf.len().min(self.ok).min(self.data.len()).min(7);
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        self.ok -= n;
+        Ok(n)
+    }
+}
+
+/// A stream that breaks off part-way decodes, split, what it decodes on one thread (rows up to
+/// the break, the cut last line included, as `read_stream` does), and the error is returned.
+#[test]
+fn a_broken_stream_split_keeps_what_was_read() {
+    let src = SourceInfo {
+        display: "x.log".into(),
+        file_name: Some("x.log".into()),
+    };
+    let mut data = b"#fields\tts\tn\n#types\ttime\tcount\n".to_vec();
+    for i in 0..200 {
+        data.extend_from_slice(format!("{i}.5\t{i}\n").as_bytes());
+    }
+    for ok in [0, 5, 40, 333, 1000, data.len() - 3] {
+        let mut serial_d =
+            silt_readers::zeek::tsv::ZeekTsvDecoder::new(&src, &ReadOptions { batch_rows: 9 });
+        let mut serial = CollectEmit::default();
+        let mut input = std::io::BufReader::with_capacity(16, Breaks { data: &data, ok });
+        let serial_failed =
+            silt_core::decode::read_stream(&mut serial_d, &mut input, &mut serial).is_err();
+        assert!(serial_failed);
+        for block in [10, 64, 500] {
+            let mut input = std::io::BufReader::with_capacity(16, Breaks { data: &data, ok });
+            let (split, failed) = read_split_tsv(&src, &mut input, 2, block, 9);
+            assert!(failed, "break after {ok}, blocks of {block}: no error");
+            if let Some(d) = difference(&serial, &split) {
+                panic!("break after {ok}, blocks of {block}: {d}");
+            }
+        }
+    }
+}

@@ -2,16 +2,10 @@
 //! columns in the lake (parsed on the writer's thread), a line that does not match keeps its raw
 //! text, and formats whose records cannot hold a log line refuse the flag.
 
-use std::process::Command;
+mod common;
 
+use common::{parquet_files, silt};
 use serde_json::Value;
-
-fn silt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn import_parses_the_embedded_line() {
@@ -50,7 +44,7 @@ fn import_parses_the_embedded_line() {
         stderr.contains("1 of 3 values did not match the access-log format"),
         "{stderr}"
     );
-    let files: Vec<_> = walk(&lake.join("json.web"));
+    let files: Vec<_> = parquet_files(&lake.join("json.web"));
     assert_eq!(files.len(), 1, "{files:?}");
     let o = silt(&["inspect", "--json", files[0].to_str().unwrap()]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -90,17 +84,4 @@ fn formats_without_log_lines_refuse_parse_field() {
             "{format}: {stderr}"
         );
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else if p.extension().is_some_and(|x| x == "parquet") {
-            out.push(p);
-        }
-    }
-    out
 }

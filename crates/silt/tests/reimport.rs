@@ -32,14 +32,10 @@ fn rows(lake: &Path) -> Vec<(String, u64)> {
 
 /// A content fingerprint of zeek.conn: rows, distinct uids, byte sums (every row once).
 fn conn_fingerprint(lake: &Path) -> String {
-    ok(&[
-        "query",
-        "--lake",
-        p(lake),
-        "--format",
-        "csv",
+    common::query_csv(
+        lake,
         "SELECT count(*), count(DISTINCT uid), sum(orig_bytes), sum(resp_bytes), min(ts), max(ts) FROM zeek.conn",
-    ])
+    )
 }
 
 fn generate(dir: &Path, events: &str) {
@@ -146,7 +142,7 @@ fn an_import_killed_at_any_moment_is_resumed_without_duplicates() {
         // SIGKILL: no chance to clean up.
         let _ = child.kill();
         let _ = child.wait();
-        let published = walk_count(&lake.join("zeek.conn"));
+        let published = common::parquet_files(&lake.join("zeek.conn")).len();
         if published > 0 {
             killed_with_files += 1;
         }
@@ -168,22 +164,4 @@ fn an_import_killed_at_any_moment_is_resumed_without_duplicates() {
         killed_with_files > 0,
         "no kill happened after files were published: the test checked no recovery"
     );
-}
-
-fn walk_count(dir: &Path) -> usize {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.flatten()
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                walk_count(&p)
-            } else if p.extension().is_some_and(|x| x == "parquet") {
-                1
-            } else {
-                0
-            }
-        })
-        .sum()
 }

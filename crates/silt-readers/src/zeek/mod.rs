@@ -13,7 +13,9 @@ pub mod registry;
 pub mod tsv;
 pub mod types;
 
-use silt_core::decode::{strip_bom, Decoder};
+use std::io::BufRead;
+
+use silt_core::decode::{read_stream, strip_bom, Decoder};
 use silt_core::format::{Confidence, FormatOptions, FormatSpec, Probe, PROBE_BYTES};
 use silt_core::{Emit, ReadOptions, SourceInfo};
 
@@ -231,6 +233,23 @@ impl Decoder for ZeekDecoder {
             Some(d) => d.flush(out),
             None => Ok(()),
         }
+    }
+
+    /// When the stream's first buffer tells TSV from JSON (it holds the first line), the chosen
+    /// decoder reads the whole stream its own way (TSV on several threads); otherwise the
+    /// stream is fed as pieces.
+    fn read(&mut self, input: &mut dyn BufRead, out: &mut dyn Emit) -> anyhow::Result<()> {
+        if matches!(&self.state, State::Undecided { head, .. } if head.is_empty()) {
+            let json = match input.fill_buf() {
+                Ok(buf) if !buf.is_empty() => is_json_head(buf, false),
+                // Empty, or an error that `read_stream` meets again and reports.
+                _ => None,
+            };
+            if let Some(json) = json {
+                return self.start(json, out)?.read(input, out);
+            }
+        }
+        read_stream(self, input, out)
     }
 
     fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {

@@ -35,6 +35,7 @@ use std::io::BufRead;
 
 use memchr::memchr;
 use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
+use silt_core::split::{read_split, Split, SplitLines};
 use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
 use super::{overlong_reason, MAX_LINE, REJECT_RAW_MAX};
@@ -98,6 +99,56 @@ impl Decoder for ZeekTsvDecoder {
         self.framer.finish(&mut self.parser, out)?;
         self.parser.flush(out)
     }
+
+    /// A whole stream is decoded on several threads ([`silt_core::split`]); fed in pieces, it is
+    /// decoded on the caller's.
+    fn read(&mut self, input: &mut dyn BufRead, out: &mut dyn Emit) -> anyhow::Result<()> {
+        read_split(self, input, out, Split::auto())
+    }
+}
+
+impl SplitLines for ZeekTsvDecoder {
+    type Part = ZeekTsvDecoder;
+
+    fn fork(&self) -> ZeekTsvDecoder {
+        ZeekTsvDecoder {
+            framer: LineFramer::new(MAX_LINE, REJECT_RAW_MAX),
+            parser: self.parser.fork(),
+        }
+    }
+
+    /// Only header lines change the state a block is decoded in. Until the first line with
+    /// content every line is looked at (a byte-order mark, a meta prefix of its own); after it,
+    /// only lines that start with the meta prefix's first byte, found with memchr.
+    fn skip(&mut self, block: &[u8]) {
+        let p = &mut self.parser;
+        let mut at = 0;
+        while !p.seen_content && at < block.len() {
+            let end = memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
+            let n = p.skipped + 1;
+            p.header(n, &block[at..end]);
+            p.skipped = n;
+            at = end + 1;
+        }
+        p.skipped = p.skipped.max(1);
+        let first = p.prefix[0];
+        let mut from = at;
+        while from < block.len() {
+            let Some(i) = memchr(first, &block[from..]).map(|i| from + i) else {
+                break;
+            };
+            let end = memchr(b'\n', &block[i..]).map_or(block.len(), |j| i + j);
+            if i == at || block[i - 1] == b'\n' {
+                // Not line 1 of the stream (which the loop above took): no BOM to take off.
+                p.header(2, &block[i..end]);
+            }
+            from = end + 1;
+        }
+    }
+
+    fn part_lines(part: &ZeekTsvDecoder) -> u64 {
+        part.framer.lineno()
+    }
 }
 
 /// Separators and markers of the current header block.
@@ -150,6 +201,9 @@ struct TsvParser {
     block_err: Option<String>,
     line_no: u64,
     seen_content: bool,
+    /// Lines looked at by [`SplitLines::skip`] (on the reading thread's copy; a fork whose
+    /// count is not 0 starts after the stream's first line, so its line 1 keeps a BOM).
+    skipped: u64,
     scratch: Vec<u8>,
     /// Separator positions of the current line.
     pos: Vec<u32>,
@@ -170,9 +224,67 @@ impl TsvParser {
             block_err: None,
             line_no: 0,
             seen_content: false,
+            skipped: 0,
             scratch: Vec::new(),
             pos: Vec::new(),
         }
+    }
+
+    /// A parser for the lines after those seen so far: the header state (separators, markers,
+    /// path, fields, types), nothing buffered. The active block is set up again from the header
+    /// at the fork's first data line, as it was here.
+    fn fork(&self) -> Self {
+        TsvParser {
+            source: self.source.clone(),
+            batch_rows: self.batch_rows,
+            prefix: self.prefix.clone(),
+            m: self.m.clone(),
+            path: self.path.clone(),
+            fields: self.fields.clone(),
+            types: self.types.clone(),
+            dirty: true,
+            block: None,
+            block_err: None,
+            line_no: 0,
+            seen_content: self.seen_content,
+            skipped: self.skipped,
+            scratch: Vec::new(),
+            pos: Vec::new(),
+        }
+    }
+
+    /// Line `lineno` of this parser (CR and, on the stream's first line, a BOM taken off): a
+    /// header line changes the state and gives `None`, an empty line gives `None`, a data line
+    /// is given back.
+    #[inline]
+    fn header<'a>(&mut self, lineno: u64, raw: &'a [u8]) -> Option<&'a [u8]> {
+        let raw = if lineno == 1 && self.skipped == 0 {
+            strip_bom(raw)
+        } else {
+            raw
+        };
+        let line = match raw.split_last() {
+            Some((b'\r', rest)) => rest,
+            _ => raw,
+        };
+        if line.is_empty() {
+            return None;
+        }
+        let first = !self.seen_content;
+        self.seen_content = true;
+        if line[0] == self.prefix[0] && line.starts_with(&self.prefix) {
+            let body = &line[self.prefix.len()..];
+            self.directive(body);
+            return None;
+        }
+        if first {
+            if let Some(p) = detect_meta_prefix(line) {
+                self.prefix = line[..p].to_vec();
+                self.directive(&line[p..]);
+                return None;
+            }
+        }
+        Some(line)
     }
 
     fn reject_overlong(&mut self, start: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
@@ -375,29 +487,10 @@ impl LineHandler for TsvParser {
     fn line(&mut self, lineno: u64, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
         self.line_no = lineno;
         let full_len = raw.len() + 1;
-        let raw = if lineno == 1 { strip_bom(raw) } else { raw };
-        let line = match raw.split_last() {
-            Some((b'\r', rest)) => rest,
-            _ => raw,
-        };
-        if line.is_empty() {
-            return Ok(());
+        match self.header(lineno, raw) {
+            Some(line) => self.data(line, full_len, out),
+            None => Ok(()),
         }
-        let first = !self.seen_content;
-        self.seen_content = true;
-        if line[0] == self.prefix[0] && line.starts_with(&self.prefix) {
-            let body = &line[self.prefix.len()..];
-            self.directive(body);
-            return Ok(());
-        }
-        if first {
-            if let Some(p) = detect_meta_prefix(line) {
-                self.prefix = line[..p].to_vec();
-                self.directive(&line[p..]);
-                return Ok(());
-            }
-        }
-        self.data(line, full_len, out)
     }
 
     fn overlong(

@@ -7,6 +7,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+/// `silt query --lake LAKE --format csv SQL`, asserted to succeed: its stdout.
+pub fn query_csv(lake: &Path, sql: &str) -> String {
+    ok(&["query", "--lake", p(lake), "--format", "csv", sql])
+}
+
+/// The Parquet files under `dir`, at any depth (none when `dir` does not exist).
+pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(parquet_files(&path));
+        } else if path.extension().is_some_and(|x| x == "parquet") {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// Runs the `silt` binary of this build.
 pub fn silt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_silt"))
