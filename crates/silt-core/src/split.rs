@@ -65,7 +65,7 @@ impl Split {
     /// not by the reading thread, and decoding ahead only filled the queues (wall time the same
     /// on the Zeek benchmark, peak memory 31-45 % higher). Where decoding is the bound (an
     /// import into Feather files, more cores than the sink uses), two threads cut a real-derived
-    /// conn import's wall time by about a quarter (0.85 to 0.65 s into Feather on two cores).
+    /// conn import's wall time by a fifth (0.80 to 0.63 s into Feather on two cores).
     pub fn auto() -> Self {
         // Looked up once: a directory of small logs asks for every file.
         static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();

@@ -28,6 +28,9 @@
 //! into its typed column builder (no per-line or per-field allocation; fast paths for Zeek's own
 //! number/time/IPv4/plain-string forms that give the same results as the general parsers).
 //! [`read_slice`] decodes an in-memory slice, for micro-benchmarks (`tests/zeek_bench.rs`).
+//! A whole stream ([`Decoder::read`]) is decoded in blocks on several threads where the machine
+//! has cores to spare ([`silt_core::split`]; [`SplitLines`] is what the blocks need of this
+//! parser: a copy of its header state, and the header lines of each block followed).
 //!
 //! Touches nothing but its input and `out`.
 
