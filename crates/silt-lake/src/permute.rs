@@ -160,9 +160,20 @@ fn permute_nulls(arrays: &[&dyn Array], p: &Permutation) -> Option<NullBuffer> {
     let mut bits = MutableBuffer::from_len_zeroed(p.len().div_ceil(8));
     let out = bits.as_slice_mut();
     for (a, dest) in arrays.iter().zip(p.dests()) {
-        for (r, &j) in dest.iter().enumerate() {
-            if a.is_valid(r) {
-                arrow::util::bit_util::set_bit(out, j as usize);
+        // The validity bits tested directly: `Array::is_valid` is a call through the trait
+        // object per row (2 % of a generated conn import's CPU).
+        match a.nulls() {
+            None => {
+                for &j in dest {
+                    arrow::util::bit_util::set_bit(out, j as usize);
+                }
+            }
+            Some(nulls) => {
+                for (r, &j) in dest.iter().enumerate() {
+                    if nulls.is_valid(r) {
+                        arrow::util::bit_util::set_bit(out, j as usize);
+                    }
+                }
             }
         }
     }
