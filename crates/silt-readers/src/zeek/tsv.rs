@@ -128,9 +128,8 @@ impl SplitLines for ZeekTsvDecoder {
         let mut at = 0;
         while !p.seen_content && at < block.len() {
             let end = memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
-            let n = p.skipped + 1;
-            p.header(n, &block[at..end]);
-            p.skipped = n;
+            p.header(p.skipped == 0, &block[at..end]);
+            p.skipped += 1;
             at = end + 1;
         }
         p.skipped = p.skipped.max(1);
@@ -143,7 +142,7 @@ impl SplitLines for ZeekTsvDecoder {
             let end = memchr(b'\n', &block[i..]).map_or(block.len(), |j| i + j);
             if i == at || block[i - 1] == b'\n' {
                 // Not line 1 of the stream (which the loop above took): no BOM to take off.
-                p.header(2, &block[i..end]);
+                p.header(false, &block[i..end]);
             }
             from = end + 1;
         }
@@ -256,16 +255,12 @@ impl TsvParser {
         }
     }
 
-    /// Line `lineno` of this parser (CR and, on the stream's first line, a BOM taken off): a
-    /// header line changes the state and gives `None`, an empty line gives `None`, a data line
-    /// is given back.
+    /// A line (CR and, when it is the stream's first line, a BOM taken off): a header line
+    /// changes the state and gives `None`, an empty line gives `None`, a data line is given
+    /// back.
     #[inline]
-    fn header<'a>(&mut self, lineno: u64, raw: &'a [u8]) -> Option<&'a [u8]> {
-        let raw = if lineno == 1 && self.skipped == 0 {
-            strip_bom(raw)
-        } else {
-            raw
-        };
+    fn header<'a>(&mut self, stream_first: bool, raw: &'a [u8]) -> Option<&'a [u8]> {
+        let raw = if stream_first { strip_bom(raw) } else { raw };
         let line = match raw.split_last() {
             Some((b'\r', rest)) => rest,
             _ => raw,
@@ -490,7 +485,8 @@ impl LineHandler for TsvParser {
     fn line(&mut self, lineno: u64, raw: &[u8], out: &mut dyn Emit) -> anyhow::Result<()> {
         self.line_no = lineno;
         let full_len = raw.len() + 1;
-        match self.header(lineno, raw) {
+        // A fork's line 1 is the stream's only if nothing was skipped before it.
+        match self.header(lineno == 1 && self.skipped == 0, raw) {
             Some(line) => self.data(line, full_len, out),
             None => Ok(()),
         }
