@@ -398,7 +398,7 @@ fn addr_col<'a, I: ExactSizeIterator<Item = Option<&'a IpAddr>>>(it: I) -> Array
     // IPv4 text is 7 to 15 bytes.
     let mut b = StringBuilder::with_capacity(it.len(), it.len() * 14);
     let mut last: Option<IpAddr> = None;
-    let mut text = silt_pcap::schema::AddrText::default();
+    let mut text = silt_core::addr::AddrText::default();
     for a in it {
         match a {
             Some(a) if last == Some(*a) => b.append_value(text.as_str()),

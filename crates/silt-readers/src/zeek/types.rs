@@ -490,23 +490,14 @@ fn push_hex_escape(c: u8, out: &mut Vec<u8>) {
 /// Canonical text of an address written into `out`; false if `s` is not an address.
 /// IPv4 in its canonical dotted-quad form (what Zeek writes) is checked and copied without
 /// building an `IpAddr` (this is on every conn.log row twice); anything else goes through
-/// [`silt_core::addr::canonical_addr`].
+/// [`silt_core::addr::canonical_addr_into`].
 #[inline]
 pub fn addr_into(s: &[u8], out: &mut Vec<u8>) -> bool {
     if is_canonical_ipv4(s) {
         extend_short(out, s);
         return true;
     }
-    match std::str::from_utf8(s)
-        .ok()
-        .and_then(silt_core::addr::canonical_addr)
-    {
-        Some(a) => {
-            out.extend_from_slice(a.as_bytes());
-            true
-        }
-        None => false,
-    }
+    silt_core::addr::canonical_addr_into(s, out)
 }
 
 /// `a.b.c.d` with each part 0..=255 in decimal without leading zeros.
