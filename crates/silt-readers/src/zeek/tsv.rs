@@ -518,13 +518,15 @@ fn parse_row(
     let n = block.cols.len();
     let sep = &m.sep[..];
     // All separator positions first: the field count is checked before anything is parsed.
-    find_all(sep, line, pos);
-    if pos.len() + 1 != n {
+    let seps = n.saturating_sub(1);
+    let found = find_all(sep, line, pos, seps);
+    if found != seps {
         return Err(format!(
             "line has {} fields but the #fields header has {n}",
-            pos.len() + 1
+            found + 1
         ));
     }
+    let pos = &pos[..seps];
     let mut start = 0usize;
     for (i, (col, t)) in block.cols.iter_mut().zip(&block.ztypes).enumerate() {
         let end = pos.get(i).map_or(line.len(), |&p| p as usize);
@@ -542,41 +544,54 @@ fn parse_row(
     Ok(())
 }
 
-/// Positions of every (non-overlapping) `sep` in `line`, into `out`.
+/// Counts the (non-overlapping) `sep`s in `line` and writes the positions of the first `max`
+/// of them into `buf[..max]` (`buf` is grown to `max + 1`, never shrunk: its size follows the
+/// header's field count, not the input).
 ///
 /// For the usual one-byte separator this scans eight bytes per step with a SWAR zero-byte test
 /// instead of calling memchr once per field: Zeek fields are short (a few bytes), so memchr's
-/// per-call setup cost dominated the profile.
+/// per-call setup cost dominated the profile. Positions are stored by index rather than pushed
+/// (a push stores the vector's length back to memory for every separator, in case it
+/// reallocates); those past `max` all land in the spare slot `buf[max]`.
 #[inline]
-fn find_all(sep: &[u8], line: &[u8], out: &mut Vec<u32>) {
-    out.clear();
+fn find_all(sep: &[u8], line: &[u8], buf: &mut Vec<u32>, max: usize) -> usize {
+    if buf.len() <= max {
+        buf.resize(max + 1, 0);
+    }
+    let buf = &mut buf[..=max];
+    let mut n = 0usize;
+    let mut put = |p: u32| {
+        buf[n.min(max)] = p;
+        n += 1;
+    };
     if sep.len() != 1 {
         let mut from = 0;
         while let Some(p) = find(sep, &line[from..]) {
-            out.push((from + p) as u32);
+            put((from + p) as u32);
             from += p + sep.len();
         }
-        return;
+        return n;
     }
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     let pat = u64::from_ne_bytes([sep[0]; 8]);
-    let mut chunks = line.chunks_exact(8);
+    let (chunks, tail) = line.as_chunks::<8>();
     let mut base = 0u32;
-    for c in &mut chunks {
-        let v = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ pat;
+    for c in chunks {
+        let v = u64::from_le_bytes(*c) ^ pat;
         // High bit of each byte set exactly where that byte of `v` is zero (no false positives).
         let mut z = !(((v & LO7) + LO7) | v | LO7);
         while z != 0 {
-            out.push(base + z.trailing_zeros() / 8);
+            put(base + z.trailing_zeros() / 8);
             z &= z - 1;
         }
         base += 8;
     }
-    for (j, &c) in chunks.remainder().iter().enumerate() {
+    for (j, &c) in tail.iter().enumerate() {
         if c == sep[0] {
-            out.push(base + j as u32);
+            put(base + j as u32);
         }
     }
+    n
 }
 
 /// `f` equals the marker `m` (markers are short; the length test settles most fields).
@@ -901,15 +916,19 @@ mod tests {
     #[test]
     fn separator_positions() {
         let mut v = Vec::new();
+        // All positions (max = the line's length: room for every byte).
+        let mut all = |sep: &[u8], line: &[u8]| {
+            let n = find_all(sep, line, &mut v, line.len());
+            v[..n].to_vec()
+        };
         let line = b"a\tbb\t\tccccccccccccccc\td\t";
-        find_all(b"\t", line, &mut v);
         let want: Vec<u32> = line
             .iter()
             .enumerate()
             .filter(|(_, &c)| c == b'\t')
             .map(|(i, _)| i as u32)
             .collect();
-        assert_eq!(v, want);
+        assert_eq!(all(b"\t", line), want);
         // Every byte value and position, against the obvious scan.
         for sep in [0u8, 1, 9, 0x7f, 0x80, 0xff] {
             let line: Vec<u8> = (0..200u32)
@@ -921,28 +940,37 @@ mod tests {
                     }
                 })
                 .collect();
-            find_all(&[sep], &line, &mut v);
             let want: Vec<u32> = line
                 .iter()
                 .enumerate()
                 .filter(|(_, &c)| c == sep)
                 .map(|(i, _)| i as u32)
                 .collect();
-            assert_eq!(v, want, "sep {sep}");
+            assert_eq!(all(&[sep], &line), want, "sep {sep}");
         }
         // Every length around the 8-byte step and its tail, separators at every place.
         for len in 0..70usize {
             let line: Vec<u8> = (0..len)
                 .map(|i| if i % 5 == len % 5 { b'\t' } else { b'x' })
                 .collect();
-            find_all(b"\t", &line, &mut v);
             let want: Vec<u32> = (0..len as u32)
                 .filter(|i| line[*i as usize] == b'\t')
                 .collect();
-            assert_eq!(v, want, "len {len}");
+            assert_eq!(all(b"\t", &line), want, "len {len}");
         }
-        find_all(b"||", b"a||b|c||||d", &mut v);
-        assert_eq!(v, vec![1, 6, 8]);
+        assert_eq!(all(b"||", b"a||b|c||||d"), [1, 6, 8]);
+        assert_eq!(all(b"\t", b"\t\t\t\t\t\t\t\t\t").len(), 9);
+        // Past `max`, separators are counted but only the first `max` positions kept.
+        let line = b"a\tb\tc\td\te\tf\tg\th\ti\tj\tk";
+        for max in 0..12 {
+            let mut v = Vec::new();
+            assert_eq!(find_all(b"\t", line, &mut v, max), 10, "max {max}");
+            let kept = max.min(10);
+            let want: Vec<u32> = (0..kept as u32).map(|k| 2 * k + 1).collect();
+            assert_eq!(v[..kept], want[..], "max {max}");
+            assert_eq!(v.len(), max + 1);
+            assert_eq!(find_all(b"|", line, &mut v, max), 0);
+        }
     }
 
     #[test]
