@@ -155,7 +155,8 @@ fn imported_inputs(run: &RunReport, ids: &[Option<InputIdentity>]) -> Vec<InputI
 
 /// [`import`] into the lake `lake` names: a directory, or an object store
 /// ([`silt_lake::remote`]). On an object store the files are written and sealed in a staging
-/// directory under `$TMPDIR` (removed when the import ends), then uploaded one by one as they
+/// directory under `$TMPDIR` (removed when the import ends, or by a later import when this one
+/// was killed: [`silt_lake::scratch`]), then uploaded one by one as they
 /// are finished; the import record keeps the same promises (see
 /// [`silt_lake::remote::record`]).
 pub fn import_into(
@@ -170,9 +171,7 @@ pub fn import_into(
         LakeRoot::Dir(dir) => return import(inputs, pipeline, dir, cfg, reimport, observer),
         LakeRoot::Remote(r) => r,
     };
-    let staging = tempfile::Builder::new()
-        .prefix("silt-staging-")
-        .tempdir()
+    let staging = silt_lake::scratch::ScratchDir::new(None, "silt-staging-")
         .context("cannot create a staging directory for the upload (set TMPDIR to a disk with room for one file per table and partition being written)")?;
     let pulled = record::pull_records(remote, staging.path())?;
     let format = cfg.table_format;

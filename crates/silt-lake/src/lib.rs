@@ -31,10 +31,12 @@
 //!   and the recovery of a compaction a crash interrupted;
 //! - [`retain`]: whole partitions older than a retention window dropped;
 //! - [`emptied`]: the schema of a table retention left without files, kept so it stays queryable;
+//! - [`scratch`]: scratch directories in `$TMPDIR`, removed by a later run when their run was killed;
 //! - [`vacuum`]: crash leftovers (temporary files, dead imports, finished records) removed;
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
-//! This crate touches only the lake directory it is given and the files it is asked to inspect.
+//! This crate touches only the lake directory it is given, the files it is asked to inspect, and
+//! its own scratch directories ([`scratch`]).
 
 mod background;
 mod bloom;
@@ -57,6 +59,7 @@ pub mod remote;
 pub mod replace;
 pub mod retain;
 pub mod schema_tag;
+pub mod scratch;
 pub mod single;
 pub mod store;
 pub mod summary;

@@ -527,6 +527,18 @@ fn killed_imports_leave_every_row_once() {
     std::fs::write(&input, big).unwrap();
     let expected = (body.len() * copies).to_string();
 
+    // The runs' `$TMPDIR`, where each stages its files: a killed run's staging directory is
+    // removed by the next run.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut env = env.clone();
+    env.push(("TMPDIR".into(), p(&tmp).to_string()));
+    let staged = || -> Vec<String> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
     let bucket = bucket("kill");
     let s3 = format!("s3://{bucket}/lake");
     let remote = &remote_lake(&env, &s3);
@@ -574,6 +586,9 @@ fn killed_imports_leave_every_row_once() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         child.wait().unwrap();
+        // What the runs before this one left in `$TMPDIR` is gone; this one's is there if it
+        // was killed.
+        assert!(staged().len() <= 1, "{:?}", staged());
     }
     assert!(
         killed >= 1,
@@ -604,6 +619,7 @@ fn killed_imports_leave_every_row_once() {
     ok(&o);
     let said = String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o);
     assert!(said.contains("interrupted import"), "{said}");
+    assert!(staged().is_empty(), "left in $TMPDIR: {:?}", staged());
     let count = query_csv(&env, &s3, "SELECT count(*) AS n FROM zeek.conn");
     let row = count.lines().nth(1).unwrap().to_string();
     assert_eq!(row, expected, "killed {killed} runs");

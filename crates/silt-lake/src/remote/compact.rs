@@ -173,10 +173,8 @@ fn compact_with(
         report.dead_import_files = RemoteImportLog::new(lake.clone()).recover()?.files;
     }
     let dir = match staging {
-        Some(d) => tempfile::Builder::new()
-            .prefix(".silt-compact-")
-            .tempdir_in(d)?,
-        None => tempfile::Builder::new().prefix("silt-compact-").tempdir()?,
+        Some(d) => crate::scratch::ScratchDir::new(Some(d), ".silt-compact-")?,
+        None => crate::scratch::ScratchDir::new(None, "silt-compact-")?,
     };
     let files = RemoteFiles {
         lock: &lock,

@@ -32,9 +32,7 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     // enough here: the log holds only Kafka records, which Kafka keeps, and the next run resumes
     // from the positions the bucket records (it numbers its log after them).
     let _state = if silt_lake::remote::is_remote(&a.lake) {
-        let d = tempfile::Builder::new()
-            .prefix("silt-import-kafka-")
-            .tempdir()
+        let d = silt_lake::scratch::ScratchDir::new(None, "silt-import-kafka-")
             .map_err(|e| anyhow::anyhow!("cannot create a state directory in $TMPDIR: {e}"))?;
         cfg.state = Some(d.path().to_path_buf());
         Some(d)
