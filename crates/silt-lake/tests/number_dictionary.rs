@@ -281,3 +281,98 @@ fn number_dictionaries_only_where_they_fit_the_file_and_beat_deltas() {
         "cycle_port with/without dictionary: {cycle:.3}"
     );
 }
+
+/// Compressed bytes of `col` written alone by parquet-rs (zstd 1) with a dictionary, and of its
+/// dictionary page.
+fn with_dictionary_page(col: &ArrayRef) -> (u64, u64) {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "v",
+        col.data_type().clone(),
+        true,
+    )]));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+        .build();
+    let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+    w.write(&RecordBatch::try_new(schema, vec![col.clone()]).unwrap())
+        .unwrap();
+    w.flush().unwrap();
+    let c = w.flushed_row_groups()[0].column(0);
+    let page = c.data_page_offset() - c.dictionary_page_offset().unwrap();
+    (c.compressed_size() as u64, page as u64)
+}
+
+/// A file written whole (an hour's partition, all of whose rows are the sample): a column of
+/// byte counts (log-uniform up to a million, 42 % distinct) fits a dictionary, and its indices
+/// alone are smaller than its plain values, but indices and dictionary page together are not.
+/// silt counts the page and writes the column plain; a column of 2,000 random 64-bit ids (whose
+/// plain values zstd cannot shrink) keeps its dictionary.
+#[test]
+fn a_whole_files_dictionary_counts_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let n = 60_000;
+    let bytes: Vec<u64> = (0..n)
+        .map(|_| ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 13.8).exp() as u64)
+        .collect();
+    let ids: Vec<u64> = (0..2000).map(|_| r.next_u64()).collect();
+    let id: Vec<u64> = (0..n)
+        .map(|_| ids[r.next_u64() as usize % ids.len()])
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("bytes", DataType::UInt64, true),
+        Field::new("id", DataType::UInt64, true),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(bytes)),
+        Arc::new(UInt64Array::from(id)),
+    ];
+    let all = RecordBatch::try_new(schema.clone(), cols.clone()).unwrap();
+    // The premise: indices alone beat plain values, the whole dictionary does not.
+    let (with, page) = with_dictionary_page(&cols[0]);
+    let without = alone("bytes", &cols[0], false, dir.path());
+    assert!(
+        with - page < without,
+        "indices {} plain {without}",
+        with - page
+    );
+    assert!(
+        with as f64 > without as f64 * 1.1,
+        "dictionary {with} plain {without}"
+    );
+
+    let cfg = WriterConfig {
+        codec: Codec::Zstd,
+        level: Some(1),
+        bloom_lookup_columns: false,
+        ..WriterConfig::default()
+    };
+    let path = dir.path().join("whole.parquet");
+    let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut sink = silt_lake::store::open_whole(&cfg, &schema, &[], &all, n, out).unwrap();
+    sink.write(&all).unwrap();
+    drop(sink.finish().unwrap());
+    let got = chunks(&path);
+    assert!(
+        !got[0].1.contains(&Encoding::RLE_DICTIONARY),
+        "bytes: {:?}",
+        got[0].1
+    );
+    assert!(
+        got[0].0 as f64 <= without as f64 * 1.02,
+        "bytes: silt {} bytes, plain {without}",
+        got[0].0
+    );
+    assert!(
+        got[1].1.contains(&Encoding::RLE_DICTIONARY),
+        "id: {:?}",
+        got[1].1
+    );
+    let (with, _) = with_dictionary_page(&cols[1]);
+    let without = alone("id", &cols[1], false, dir.path());
+    assert!(
+        got[1].0 as f64 <= with as f64 * 1.02 && with < without,
+        "id: silt {} bytes, dictionary {with}, plain {without}",
+        got[1].0
+    );
+}

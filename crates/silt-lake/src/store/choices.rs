@@ -20,13 +20,14 @@ use super::properties::compression;
 use crate::config::{Codec, WriterConfig};
 use crate::writer::partition_point;
 
-/// `props` with the choices judged on `first` (see the module doc). `expected_rows` are the rows
-/// expected in the file, to which number columns' dictionaries are projected.
+/// `props` with the choices judged on `first` (see the module doc). `chunk_rows` are the rows
+/// expected in each of the file's column chunks, to which number columns' dictionaries are
+/// projected.
 pub(super) fn apply(
     mut props: WriterPropertiesBuilder,
     cfg: &WriterConfig,
     first: &RecordBatch,
-    expected_rows: usize,
+    chunk_rows: usize,
 ) -> anyhow::Result<WriterPropertiesBuilder> {
     let pages = (cfg.dictionary_page_bytes, cfg.page_bytes);
     // Plain numbers beat an overflowing dictionary only through an entropy coder: without
@@ -34,34 +35,34 @@ pub(super) fn apply(
     // dictionary's indices even when it overflows (uncompressed Parquet grew 9 % in
     // `silt bench`), so the projection below is for zstd, gzip and brotli only.
     let project_to = match cfg.codec {
-        // A dictionary is per column chunk, so per row group at most.
-        Codec::Zstd | Codec::Gzip | Codec::Brotli => expected_rows.min(cfg.row_group_rows),
+        Codec::Zstd | Codec::Gzip | Codec::Brotli => chunk_rows,
         Codec::None | Codec::Snappy | Codec::Lz4 => 0,
     };
-    for leaf in high_cardinality_leaves(first, pages, project_to) {
+    for leaf in high_cardinality_leaves(first, pages, project_to, chunk_rows) {
         let cp = ColumnPath::new(leaf.path);
         if !leaf.high {
             // Integers that fit a dictionary: deltas (counters and sequence numbers) or plain
             // values through the codec (numbers that repeat in short runs and patterns, such as
             // the sequence numbers of several sFlow agents in step) may be smaller still, and
-            // cost no hashing. Either must beat the dictionary's indices alone: the sample
-            // holds the dictionary page's cost over too few rows to judge it (a pool of values
-            // that the sample mostly covers looks as costly as a counter there), and indices
-            // only widen as a chunk's dictionary grows.
+            // cost no hashing. Either must beat the dictionary's indices and the share of its
+            // page the sample's rows would bear in the chunk ([`page_share`]: the sample
+            // alone would make a pool of values it mostly covers look as costly as a counter);
+            // indices only widen as a chunk's dictionary grows, which errs towards the dictionary.
             if let Some(sample) = &leaf.sample {
                 let dict = trial_size(sample, cfg, Encoding::PLAIN, true)?;
-                let indices = dict.bytes - dict.dictionary_page;
+                let dict = dict.bytes - dict.dictionary_page
+                    + (dict.dictionary_page as f64 * leaf.page_share) as usize;
                 let plain = trial_size(sample, cfg, Encoding::PLAIN, false)?.bytes;
                 let delta = trial_size(sample, cfg, Encoding::DELTA_BINARY_PACKED, false)?.bytes;
                 // Deltas must save INT_DELTA_UNDER (readers decode them more slowly); plain
-                // values only need to be no larger than the indices: they read as fast, and
+                // values only need to be no larger than the dictionary: they read as fast, and
                 // writing them hashes nothing (the interner was ~10 % of a Zeek conn import's
                 // CPU; the real-derived conn's client ports were 3.4x smaller plain).
-                if delta * 100 < indices.min(plain) * INT_DELTA_UNDER {
+                if delta * 100 < dict.min(plain) * INT_DELTA_UNDER {
                     props = props
                         .set_column_dictionary_enabled(cp.clone(), false)
                         .set_column_encoding(cp, Encoding::DELTA_BINARY_PACKED);
-                } else if plain <= indices {
+                } else if plain <= dict {
                     props = props.set_column_dictionary_enabled(cp, false);
                 }
             }
@@ -91,6 +92,44 @@ pub(super) fn apply(
         props = props.set_column_statistics_enabled(cp, EnabledStatistics::None);
     }
     Ok(props)
+}
+
+/// The share of a column chunk's dictionary page that the `n` sampled values would bear in a
+/// chunk of `chunk` values, from the distinct values among the sample's first half (`half`) and
+/// among all of it (`whole`).
+///
+/// The trial's dictionary page is the sample's own. In the chunk it holds the distinct values of
+/// `chunk` values and is spread over all of them. How the distinct values grow is estimated
+/// with a pool of `K` equally likely values, `d(m) = K (1 - e^(-m/K))`, whose `K` the ratio
+/// `whole / half` gives: a pool the sample already covers (client ports: 32k values, 65k rows)
+/// barely grows and its sampled rows bear little of the page, values that keep coming (byte
+/// counts, ratio 2) grow with the rows and the sample's rows bear all of theirs. Values drawn
+/// unevenly (a few common, a long tail) keep growing longer than such a pool, so the estimate
+/// errs towards the dictionary, the choice made before silt counted the page at all.
+///
+/// Counting indices alone, as silt did before, kept dictionaries up to 23 % larger than plain
+/// values through zstd for the generated conn's byte counts (in a file written whole, whose
+/// sample is the chunk; 3-5 % over the 2M-row lake), and hashed every one of their values. Heaps' law
+/// (`d(m) ~ m^b`, as [`high_cardinality_leaves`] projects a dictionary's overflow) was tried
+/// for this and rejected: it cannot tell a pool that is nearly covered from one that keeps
+/// growing, and put generated DNS client ports plain, 17 % larger than as indices.
+fn page_share(half: usize, whole: usize, n: usize, chunk: usize) -> f64 {
+    if chunk <= n || half == 0 {
+        return 1.0;
+    }
+    let (n, chunk) = (n as f64, chunk as f64);
+    let r = whole as f64 / half as f64;
+    // How many times more distinct values the chunk has than the sample.
+    let grows = if r >= 2.0 {
+        chunk / n
+    } else if r <= 1.0 {
+        1.0
+    } else {
+        // r = d(n) / d(n/2) = 1 + e^(-n/(2K))
+        let k = n / (-2.0 * (r - 1.0).ln());
+        (1.0 - (-chunk / k).exp()) / (1.0 - (-n / k).exp())
+    };
+    (grows * n / chunk).min(1.0)
 }
 
 /// Mean bytes per value from which a high-cardinality string column (whole log lines) gets
@@ -286,6 +325,9 @@ struct HighCardinality {
     /// Strings and integers: the first values (up to [`TRIAL_BYTES`]), for
     /// [`smallest_encoding`].
     sample: Option<arrow::array::ArrayRef>,
+    /// Integers: the share of the chunk's dictionary page the sample's rows would bear
+    /// ([`page_share`]).
+    page_share: f64,
 }
 
 /// Leaf columns (struct paths; list elements are left alone) whose values are mostly distinct in
@@ -305,11 +347,14 @@ struct HighCardinality {
 ///
 /// Returns each such column's path and, for strings, the mean bytes per value and a sample;
 /// also integer columns that keep a dictionary but have many distinct values (`high` false),
-/// with a sample, for the trial against deltas in [`apply`].
+/// with a sample, for the trial against deltas and plain values in [`apply`]. `project_to`: the
+/// rows a number column's dictionary is projected to (0: none); `chunk_rows`: the rows of a
+/// column chunk, for [`page_share`].
 fn high_cardinality_leaves(
     batch: &RecordBatch,
     (string_dict_page, dict_page): (usize, usize),
-    expected_rows: usize,
+    project_to: usize,
+    chunk_rows: usize,
 ) -> Vec<HighCardinality> {
     use arrow::array::{Array, AsArray};
     // hashbrown's default hasher (foldhash), not std's SipHash: this runs on the first 64Ki
@@ -317,7 +362,8 @@ fn high_cardinality_leaves(
     // a quarter of the serve flush thread's time in `perf`).
     use hashbrown::HashSet;
     /// Whether a dictionary is not worth it (distinct values over half the rows, or more bytes
-    /// than the dictionary page holds), and the mean value length.
+    /// than the dictionary page holds), the mean value length, and the distinct values in the
+    /// first half of the values and in all of them.
     ///
     /// `rows` (numbers only; 0 for text, and without an entropy-coding codec) are the rows
     /// expected in the file: the dictionary the column would need there is projected from the
@@ -337,7 +383,7 @@ fn high_cardinality_leaves(
         overhead: usize,
         page: usize,
         rows: usize,
-    ) -> (bool, f64, usize) {
+    ) -> (bool, f64, usize, usize) {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(n.min(4096));
         let (mut bytes, mut dict_bytes, mut half_distinct) = (0usize, 0usize, 0usize);
         for (i, v) in values.enumerate() {
@@ -360,17 +406,19 @@ fn high_cardinality_leaves(
         (
             seen.len() * 2 > n || projected > page as f64,
             mean,
+            half_distinct,
             seen.len(),
         )
     }
     type Out = Vec<HighCardinality>;
     /// `pages`: the dictionary page limits of string and of other columns.
-    /// `rows`: the rows expected in the file.
+    /// `rows`: the rows the dictionary's overflow is projected to (0: none); `chunk_rows`: the
+    /// rows expected in a column chunk.
     fn walk(
         path: &mut Vec<String>,
         a: &dyn Array,
         pages: (usize, usize),
-        rows: usize,
+        (rows, chunk_rows): (usize, usize),
         out: &mut Out,
     ) {
         let n = a.len().min(CARDINALITY_SAMPLE);
@@ -378,13 +426,13 @@ fn high_cardinality_leaves(
         if valid < 64 {
             return;
         }
-        // (no dictionary, mean text length, sample for trials, tried against deltas)
-        let (high, mean, sample, trial) = match a.data_type() {
+        // (no dictionary, mean text length, sample for trials, tried against deltas, page share)
+        let (high, mean, sample, trial, share) = match a.data_type() {
             DataType::Struct(fields) => {
                 let s = a.as_struct();
                 for (f, c) in fields.iter().zip(s.columns()) {
                     path.push(f.name().clone());
-                    walk(path, c.as_ref(), pages, rows, out);
+                    walk(path, c.as_ref(), pages, (rows, chunk_rows), out);
                     path.pop();
                 }
                 return;
@@ -395,11 +443,11 @@ fn high_cardinality_leaves(
                     .filter(|&i| s.is_valid(i))
                     .map(|i| s.value(i).as_bytes());
                 // A dictionary entry is the value plus its 4-byte length.
-                let (high, mean, _) = unique(vals, valid, 4, pages.0, 0);
+                let (high, mean, _, _) = unique(vals, valid, 4, pages.0, 0);
                 let offsets = s.value_offsets();
                 let rows =
                     partition_point(1, n, |i| ((offsets[i] - offsets[0]) as usize) < TRIAL_BYTES);
-                (high, Some(mean), Some(a.slice(0, rows.max(1))), false)
+                (high, Some(mean), Some(a.slice(0, rows.max(1))), false, 1.0)
             }
             // Decimals up to 18 digits are 4- or 8-byte integers in the file; counted as 8 bytes
             // (their low 8 bytes tell them apart), which errs towards plain for the 4-byte ones.
@@ -430,7 +478,10 @@ fn high_cardinality_leaves(
                 let vals = (0..n)
                     .filter(|&i| a.is_valid(i))
                     .map(|i| &v[i * width..i * width + key]);
-                let (high, _, distinct) = unique(vals, valid, 0, pages.1, rows);
+                let (high, _, half, distinct) = unique(vals, valid, 0, pages.1, rows);
+                // The chunk's valid values, if it has the sample's share of nulls.
+                let chunk_values = chunk_rows * valid / n;
+                let share = page_share(half, distinct, valid, chunk_values);
                 // Mostly distinct in the sample or not, a 16-bit dictionary (65,536 values at
                 // most) fits its page and its indices are at most 16 bits: the trial against
                 // plain values decides
@@ -456,7 +507,7 @@ fn high_cardinality_leaves(
                 // in the sample, yet plain through zstd takes 0.42 of their indices' bytes), and
                 // the trial keeps indices where they are smaller (ports, interfaces).
                 let trial = sample.is_some() && distinct > 1;
-                (high, None, sample, trial)
+                (high, None, sample, trial, share)
             }
             _ => return,
         };
@@ -466,6 +517,7 @@ fn high_cardinality_leaves(
                 high,
                 mean_len: mean,
                 sample,
+                page_share: share,
             });
         }
     }
@@ -476,9 +528,54 @@ fn high_cardinality_leaves(
             &mut p,
             c.as_ref(),
             (string_dict_page, dict_page),
-            expected_rows,
+            (project_to, chunk_rows),
             &mut out,
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_share;
+
+    /// Draws `n` values uniformly from a pool of `k` and returns the distinct values among the
+    /// first half and among all.
+    fn drawn(k: u64, n: usize) -> (usize, usize) {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut seen = std::collections::HashSet::new();
+        let mut half = 0;
+        for i in 0..n {
+            if i == n / 2 {
+                half = seen.len();
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            seen.insert(x % k);
+        }
+        (half, seen.len())
+    }
+
+    #[test]
+    fn the_page_share_follows_the_pool() {
+        let (n, chunk) = (65_536, 1 << 20);
+        // Client ports: a pool of 32k the sample nearly covers. The chunk's page holds about as
+        // many values as the sample's, spread over 16 times the rows.
+        let (h, w) = drawn(32_768, n);
+        let s = page_share(h, w, n, chunk);
+        let covered = 32_768.0 / w as f64 * n as f64 / chunk as f64;
+        assert!((s - covered).abs() < 0.02, "{s} against {covered}");
+        // Values that keep coming: every sampled row bears its own entry.
+        let (h, w) = drawn(u64::MAX, n);
+        assert_eq!(page_share(h, w, n, chunk), 1.0);
+        // A pool much larger than the sample grows almost linearly.
+        let (h, w) = drawn(10_000_000, n);
+        assert!(page_share(h, w, n, chunk) > 0.9);
+        // No new values in the second half: the page stays as it is.
+        assert_eq!(page_share(100, 100, n, chunk), n as f64 / chunk as f64);
+        // The sample is the chunk, or too small to tell: all of it.
+        assert_eq!(page_share(h, w, n, n), 1.0);
+        assert_eq!(page_share(0, 5, n, chunk), 1.0);
+    }
 }

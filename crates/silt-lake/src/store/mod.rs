@@ -65,7 +65,7 @@ pub fn open(
     first: &RecordBatch,
     out: BufWriter<File>,
 ) -> anyhow::Result<Box<dyn FileSink>> {
-    open_sink(cfg, schema, sort, expected_rows, first, false, out)
+    open_sink(cfg, schema, sort, expected_rows, None, first, out)
 }
 
 /// Opens a sink for a file of `rows` rows in all (written by the caller next, and nothing after
@@ -82,8 +82,7 @@ pub fn open_whole(
     rows: usize,
     out: BufWriter<File>,
 ) -> anyhow::Result<Box<dyn FileSink>> {
-    let whole = rows == first.num_rows();
-    open_sink(cfg, schema, sort, rows, first, whole, out)
+    open_sink(cfg, schema, sort, rows, Some(rows), first, out)
 }
 
 /// Whether every column of `batch` fits in one data page (parquet-rs starts a new page at
@@ -96,19 +95,28 @@ fn one_page(cfg: &WriterConfig, batch: &RecordBatch) -> bool {
             .all(|c| c.to_data().get_slice_memory_size().unwrap_or(usize::MAX) <= cfg.page_bytes)
 }
 
+/// `file_rows`: the rows the file will hold when the caller knows them (a file written whole);
+/// otherwise the file is expected to grow to a full row group (a file that stays open for more
+/// sorted rows: the partitioning is chosen so that files come near the row-group target), which
+/// is what the encoding choices are judged for.
 fn open_sink(
     cfg: &WriterConfig,
     schema: &SchemaRef,
     sort: &[String],
     expected_rows: usize,
+    file_rows: Option<usize>,
     first: &RecordBatch,
-    whole: bool,
     out: BufWriter<File>,
 ) -> anyhow::Result<Box<dyn FileSink>> {
     let sink: Box<dyn FileSink> = match cfg.store {
         StoreKind::Parquet => {
             let (props, blooms) = properties::parquet_properties(cfg, schema, sort, expected_rows)?;
-            let mut props = choices::apply(props, cfg, first, expected_rows)?;
+            // A dictionary is per column chunk, so per row group at most.
+            let chunk_rows = file_rows
+                .unwrap_or(cfg.row_group_rows)
+                .min(cfg.row_group_rows);
+            let mut props = choices::apply(props, cfg, first, chunk_rows)?;
+            let whole = file_rows == Some(first.num_rows());
             if whole && one_page(cfg, first) {
                 props = props
                     .set_statistics_enabled(EnabledStatistics::Chunk)
