@@ -19,6 +19,7 @@ use clap::Parser;
 static GLOBAL: alloc::SplitAlloc = alloc::SplitAlloc;
 
 fn main() {
+    alloc::limit_arenas();
     tracing_subscriber::fmt()
         // SILT_LOG=debug (or any EnvFilter directive) for more; by default warnings, and what
         // the Kafka consumer does with its partitions.
