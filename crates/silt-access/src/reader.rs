@@ -51,6 +51,7 @@ pub static FORMAT: FormatSpec = FormatSpec {
     sniff,
     open,
     text_fields: false,
+    text: true,
 };
 
 fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {

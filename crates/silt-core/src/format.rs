@@ -68,6 +68,27 @@ impl<'a> Probe<'a> {
 /// How many bytes a probe holds at most.
 pub const PROBE_BYTES: usize = 64 << 10;
 
+/// Why an input that starts with `head` is binary data rather than lines of text, when its first
+/// line (after a byte-order mark and blank lines, within [`PROBE_BYTES`]) holds a NUL byte: text
+/// formats (Zeek, which escapes every unprintable byte, EVE, JSON, CSV, LTSV, syslog, access
+/// logs) never have one there, while executables, captures, Parquet and compressed files of
+/// another kind have them within their first bytes. Read line by line, such a file became a
+/// reject per "line", and in the line formats that accept almost anything (CSV, LTSV, syslog)
+/// rows of junk in a new table: `silt import csv /bin/ls` imported 120 of them. A NUL further on
+/// (a log cut short by a crash and padded with zeros) is left to the line it is in.
+pub fn binary_head(head: &[u8]) -> Option<String> {
+    let head = &head[..head.len().min(PROBE_BYTES)];
+    let body = crate::decode::strip_bom(head);
+    let body = &body[body.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
+    let first = body.split(|&c| c == b'\n').next().unwrap_or(body);
+    let at = first.iter().position(|&c| c == 0)?;
+    let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    Some(format!(
+        "its first line holds a NUL byte (at offset {at}; the input starts with bytes {})",
+        shown.join(" ")
+    ))
+}
+
 /// One format; see the module documentation.
 #[derive(Clone, Copy)]
 pub struct FormatSpec {
@@ -88,6 +109,9 @@ pub struct FormatSpec {
     /// The records hold named text fields, so `--parse-field` can apply (generic logs); false
     /// for formats with a fixed schema (Zeek, EVE, pcap).
     pub text_fields: bool,
+    /// The format is lines of text: an input whose first line holds a NUL byte is not this
+    /// format ([`binary_head`]) and is refused whole instead of line by line.
+    pub text: bool,
 }
 
 impl FormatSpec {

@@ -60,6 +60,7 @@ pub static SFLOW_FORMAT: FormatSpec = FormatSpec {
     sniff: never,
     open: open_sflow,
     text_fields: false,
+    text: false,
 };
 
 /// `netflow`: NetFlow v5/v9 and IPFIX datagrams in a pcap/pcapng capture.
@@ -71,6 +72,7 @@ pub static NETFLOW_FORMAT: FormatSpec = FormatSpec {
     sniff: never,
     open: open_netflow,
     text_fields: false,
+    text: false,
 };
 
 /// A capture of flow export is a capture first: `auto` reads it as `pcap`, and the flow

@@ -49,6 +49,7 @@ pub static SFLOW_DATAGRAMS_FORMAT: FormatSpec = FormatSpec {
     sniff: never,
     open: open_sflow,
     text_fields: false,
+    text: false,
 };
 
 /// `netflow-datagrams`: NetFlow/IPFIX datagrams as `silt serve --netflow` logs them.
@@ -60,6 +61,7 @@ pub static NETFLOW_DATAGRAMS_FORMAT: FormatSpec = FormatSpec {
     sniff: never,
     open: open_netflow,
     text_fields: false,
+    text: false,
 };
 
 fn never(_: &Probe<'_>) -> Option<Confidence> {

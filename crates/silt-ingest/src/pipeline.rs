@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arrow::record_batch::RecordBatch;
-use silt_core::format::Probe;
+use silt_core::format::{binary_head, Probe};
 use silt_core::transform::apply_all;
 use silt_core::{
     Committed, Emit, FormatOptions, FormatSpec, Reject, Sink, SourceInfo, TableName, Transform,
@@ -111,6 +111,16 @@ impl Decoders {
             })?;
             return Ok(Opened::Rejected);
         };
+        if let Some(what) = format.text.then(|| binary_head(head)).flatten() {
+            out.reject(whole_input_reject(
+                &info.display,
+                format!(
+                    "not {} input: {what}, which a text format never has; the whole input is skipped (give the format it is in: `silt import --help` lists them)",
+                    format.name
+                ),
+            ))?;
+            return Ok(Opened::Rejected);
+        }
         match (format.open)(&self.options, info) {
             Ok(d) => {
                 self.used(format);
@@ -527,6 +537,53 @@ mod tests {
     use super::*;
     use arrow::array::Int64Array;
     use std::sync::Mutex;
+
+    /// Every text format refuses, whole, an input whose first line holds a NUL byte (an
+    /// executable, a capture, a gzip'd file of another kind), and opens one with a NUL further on
+    /// (a log padded with zeros by a crash) as it always did; binary formats never refuse for it.
+    #[test]
+    fn a_text_format_refuses_binary_input_whole() {
+        let elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\n\x01\x02,3\nx=1\n";
+        let bom_blank = b"\xEF\xBB\xBF\n  \n\x00\x01\x02\n";
+        let zeros_later = b"a,b\n1,2\n\x00\x00\x00\n3,4\n";
+        let info = SourceInfo {
+            display: "/x/in".into(),
+            file_name: Some("in".into()),
+        };
+        let mut text = 0;
+        for name in registry::names() {
+            let format = registry::find(name).unwrap();
+            let decoders = Decoders::new(FormatChoice::Fixed(format), FormatOptions::default());
+            for head in [&elf[..], &bom_blank[..]] {
+                let mut out = silt_core::CollectEmit::default();
+                let opened = decoders.open(&info, head, &mut out).unwrap();
+                if format.text {
+                    assert!(matches!(opened, Opened::Rejected), "{name}");
+                    assert_eq!(out.rejects.len(), 1, "{name}");
+                    let r = &out.rejects[0];
+                    assert_eq!((r.line, r.source.as_str()), (0, "/x/in"), "{name}");
+                    assert!(
+                        r.reason.starts_with(&format!(
+                            "not {name} input: its first line holds a NUL byte"
+                        )),
+                        "{name}: {}",
+                        r.reason
+                    );
+                } else {
+                    assert!(out.rejects.iter().all(|r| !r.reason.contains("NUL byte")));
+                }
+            }
+            if format.text {
+                text += 1;
+                let mut out = silt_core::CollectEmit::default();
+                let opened = decoders.open(&info, zeros_later, &mut out).unwrap();
+                assert!(matches!(opened, Opened::Decoder(..)), "{name}");
+                assert!(out.rejects.is_empty(), "{name}");
+            }
+        }
+        // zeek, suricata, json, csv, tsv, ltsv, syslog, access, docker.
+        assert!(text >= 9, "{text} text formats");
+    }
 
     /// Places a one-row batch and a checkpoint per position; records every acknowledgement.
     struct Numbers {

@@ -52,6 +52,7 @@ pub static FORMAT: FormatSpec = FormatSpec {
     sniff,
     open,
     text_fields: true,
+    text: false,
 };
 
 fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {

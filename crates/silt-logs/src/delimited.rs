@@ -55,6 +55,7 @@ pub static CSV_FORMAT: FormatSpec = FormatSpec {
     sniff: sniff_csv,
     open: open_csv,
     text_fields: true,
+    text: true,
 };
 
 /// The `tsv` format.
@@ -67,6 +68,7 @@ pub static TSV_FORMAT: FormatSpec = FormatSpec {
     sniff: sniff_tsv,
     open: open_tsv,
     text_fields: true,
+    text: true,
 };
 
 fn open_csv(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {

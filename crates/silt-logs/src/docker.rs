@@ -41,6 +41,7 @@ pub static FORMAT: FormatSpec = FormatSpec {
     sniff,
     open,
     text_fields: true,
+    text: true,
 };
 
 fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {

@@ -26,6 +26,7 @@ pub static FORMAT: FormatSpec = FormatSpec {
     sniff,
     open,
     text_fields: true,
+    text: true,
 };
 
 fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {

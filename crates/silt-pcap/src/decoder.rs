@@ -46,6 +46,7 @@ pub static FORMAT: FormatSpec = FormatSpec {
     sniff,
     open,
     text_fields: false,
+    text: false,
 };
 
 fn open(opts: &FormatOptions, source: &SourceInfo) -> anyhow::Result<Box<dyn Decoder>> {
