@@ -528,11 +528,12 @@ fn killed_imports_leave_every_row_once() {
     let expected = (body.len() * copies).to_string();
 
     // The runs' `$TMPDIR`, where each stages its files: a killed run's staging directory is
-    // removed by the next run.
+    // removed by the next run. Only for the child processes: `remote_lake` sets its environment
+    // in this process, where other tests make their temporary directories.
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut env = env.clone();
-    env.push(("TMPDIR".into(), p(&tmp).to_string()));
+    let mut runs_env = env.clone();
+    runs_env.push(("TMPDIR".into(), p(&tmp).to_string()));
     let staged = || -> Vec<String> {
         std::fs::read_dir(&tmp)
             .unwrap()
@@ -563,7 +564,7 @@ fn killed_imports_leave_every_row_once() {
             .collect();
         let mut c = silt();
         let mut child = c
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(runs_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -615,7 +616,7 @@ fn killed_imports_leave_every_row_once() {
     assert_eq!(journals(remote), left);
     assert_eq!(remote.list("zeek.conn").unwrap().len(), objects);
     // The run that completes removes what the killed ones uploaded, and says so.
-    let o = run(&env, &args);
+    let o = run(&runs_env, &args);
     ok(&o);
     let said = String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o);
     assert!(said.contains("interrupted import"), "{said}");
@@ -625,7 +626,7 @@ fn killed_imports_leave_every_row_once() {
     assert_eq!(row, expected, "killed {killed} runs");
     assert!(journals(remote).is_empty(), "{:?}", journals(remote));
     // A second complete run is skipped: still once.
-    ok(&run(&env, &args));
+    ok(&run(&runs_env, &args));
     let again = query_csv(&env, &s3, "SELECT count(*) FROM zeek.conn");
     assert_eq!(again.lines().nth(1).unwrap(), expected);
 }
