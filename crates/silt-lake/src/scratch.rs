@@ -13,7 +13,8 @@
 //! sweeping run never takes the lock of a directory whose owner has not locked it yet. A
 //! directory without an `.owner` file (made by a silt before this module, or by an owner still
 //! between creating the directory and renaming its lock) is removed only once it has not changed
-//! for [`UNOWNED_AGE`].
+//! for [`UNOWNED_AGE`]; so is a directory on a file system where `flock` fails, whose run then
+//! makes no `.owner` at all.
 //!
 //! Touches only the directories whose names start with the prefix it is given, in the parent it
 //! is given (`$TMPDIR` by default).
@@ -35,7 +36,7 @@ pub struct ScratchDir {
     // Field order matters: the directory is removed before the lock is released, so that a
     // sweeping run never finds the lock free on a directory that is still being removed.
     dir: tempfile::TempDir,
-    _owner: File,
+    _owner: Option<File>,
 }
 
 impl ScratchDir {
@@ -49,8 +50,20 @@ impl ScratchDir {
             .tempdir_in(&parent)?;
         let new = dir.path().join(OWNER_NEW);
         let owner = File::create(&new)?;
-        owner.try_lock().map_err(io::Error::other)?;
-        std::fs::rename(&new, dir.path().join(OWNER))?;
+        let owner = match owner.try_lock() {
+            Ok(()) => {
+                std::fs::rename(&new, dir.path().join(OWNER))?;
+                Some(owner)
+            }
+            // A file system without `flock` (some network mounts): no `.owner`, so no sweep
+            // takes the directory for a dead run's while it lives (only once unchanged for
+            // UNOWNED_AGE); the run still removes it when it ends.
+            Err(_) => {
+                drop(owner);
+                std::fs::remove_file(&new)?;
+                None
+            }
+        };
         Ok(ScratchDir { dir, _owner: owner })
     }
 
