@@ -4,7 +4,8 @@
 #   chromium  headless rendering check of `silt bench` reports
 #   rsyslog   a real syslog forwarder (TCP octet counting, UDP, and TLS with rsyslog-gnutls) in
 #             `silt serve`'s client test; openssl makes that test's certificate
-#   libssl-dev, libcurl4-openssl-dev, cmake   to build librdkafka (the Kafka client) from source
+#   libssl-dev, cmake   to build librdkafka (the Kafka client) from source (libcurl comes from
+#             curl-sys's bundled source: crates/silt-kafka/Cargo.toml)
 # Idempotent and quiet when everything is present. Needs root or sudo for apt-get; when neither
 # is available it says so and exits 0, and the tests that need a tool skip with a message.
 set -euo pipefail
@@ -14,7 +15,7 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/rsyslogd ] || command -v rsyslogd >/dev/null 2>&1 || need+=(rsyslog)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
-for p in libssl-dev libcurl4-openssl-dev rsyslog-gnutls; do
+for p in libssl-dev rsyslog-gnutls; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
