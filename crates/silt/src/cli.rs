@@ -165,7 +165,7 @@ Only what is older than --grace is removed (a live writer touches its temporary 
 #[derive(Args, Debug)]
 pub struct CompactArgs {
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Only these tables (repeatable; default: all).
     #[arg(long)]
@@ -200,7 +200,7 @@ pub struct CompactArgs {
 #[derive(Args, Debug)]
 pub struct RetainArgs {
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Keep this much (e.g. 30d, 12h) of every table not given its own window.
     #[arg(long, value_parser = crate::units::parse_duration)]
@@ -219,7 +219,7 @@ pub struct RetainArgs {
 #[derive(Args, Debug)]
 pub struct VacuumArgs {
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Only remove what is at least this old.
     #[arg(long, default_value = "1h", value_parser = crate::units::parse_duration)]
@@ -449,7 +449,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "NAME")]
     pub instance: Option<String>,
     /// Lake directory (created if missing).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     #[command(flatten)]
     pub log: LogArgs,
@@ -492,7 +492,7 @@ pub enum OutputFormat {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Kafka brokers, HOST:PORT[,HOST:PORT...].
     #[arg(long, value_name = "HOST:PORT,...")]
@@ -520,7 +520,7 @@ pub struct ExportArgs {
 #[derive(Args, Debug)]
 pub struct QueryArgs {
     /// Lake directory.
-    #[arg(long, required_unless_present = "server", conflicts_with = "server")]
+    #[arg(long, value_parser = crate::opts::lake_path, required_unless_present = "server", conflicts_with = "server")]
     pub lake: Option<PathBuf>,
     /// Ask a running `silt serve` instead of reading a lake (http://HOST:PORT, or
     /// https://HOST:PORT for one serving TLS); the query sees the events it acknowledged a
@@ -561,7 +561,7 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
     /// Lake directory (created if missing), file:///path, or s3://bucket/prefix (then with
     /// --state).
-    #[arg(long, required_unless_present = "config")]
+    #[arg(long, value_parser = crate::opts::lake_path, required_unless_present = "config")]
     pub lake: Option<PathBuf>,
     /// For an s3:// lake: a local directory for the write-ahead log (acknowledged events wait
     /// there until the bucket holds them), the tail positions and the files being uploaded; the
@@ -790,7 +790,7 @@ pub struct IndexRdnsArgs {
 #[derive(Args, Debug)]
 pub struct TablesArgs {
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -817,7 +817,7 @@ pub struct DdlArgs {
     /// The table (module.type, as `silt tables` lists it).
     pub table: String,
     /// Lake directory.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Where the engine finds the lake's root directory (s3://bucket/prefix); the table is
     /// <location>/<module>.<type>/. Default: the local lake (file:// for Trino and Spark).
@@ -924,7 +924,7 @@ pub struct BenchArgs {
     /// Files or directories to read (any format `silt import` reads); or use --lake.
     pub inputs: Vec<PathBuf>,
     /// Benchmark the tables of this lake instead of inputs (original input bytes are then unknown).
-    #[arg(long, conflicts_with = "inputs")]
+    #[arg(long, value_parser = crate::opts::lake_path, conflicts_with = "inputs")]
     pub lake: Option<PathBuf>,
     /// Report directory: results.csv, index.html, plots/ (created).
     #[arg(long)]

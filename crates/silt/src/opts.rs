@@ -3,8 +3,12 @@
 //! options struct), the format choice and the transforms of a pipeline (`silt_ingest`).
 //! Shared by `import`, `convert`, `bench` and `demo`; no command module imports another.
 //!
-//! Touches nothing but the schema file `--schema` names (read once).
+//! Also `--lake`'s value parser ([`lake_path`]).
+//!
+//! Touches nothing but the schema file `--schema` names (read once) and, to check a `--lake` path,
+//! the metadata of that path and its ancestors.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use silt_access::{AccessOptions, ParseField, ParseFieldSpec};
@@ -415,4 +419,73 @@ pub fn message_encoding(
         Some(f) => silt_kafka::export::Encoding::Avro(silt_kafka::avro::AvroEncoder::new(f)?),
         None => silt_kafka::export::Encoding::Json,
     })
+}
+
+/// `--lake`'s value parser: an object-store URL as given; a local path (plain, or `file://`)
+/// that is a directory, does not exist yet, or lies under directories only. A path that is a
+/// file, or lies under one, is refused here with what to give instead: otherwise `import`
+/// failed with "cannot create …/_silt/imports: Not a directory" and `query` said the lake
+/// "does not exist".
+pub fn lake_path(s: &str) -> Result<PathBuf, String> {
+    let given = PathBuf::from(s);
+    if silt_lake::remote::is_remote(&given) {
+        return Ok(given);
+    }
+    let local = Path::new(s.strip_prefix("file://").unwrap_or(s));
+    // The path itself, or else its nearest ancestor that exists.
+    let Some(existing) = local
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_ok())
+    else {
+        return Ok(given);
+    };
+    if existing.is_dir() {
+        return Ok(given);
+    }
+    Err(if existing == local {
+        format!("{s} is a file, not a lake directory: give the directory `silt import` wrote (or a new one for it to make)")
+    } else {
+        format!(
+            "{} is a file, so {s} cannot be a lake directory: give a path under a directory",
+            existing.display()
+        )
+    })
+}
+
+#[cfg(test)]
+mod lake_path_tests {
+    use super::lake_path;
+
+    #[test]
+    fn files_are_refused_and_directories_taken() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let f = file.to_str().unwrap();
+        let dir = d.path().to_str().unwrap();
+        // A directory, a new one, one in a new one, and the same as file:// URLs.
+        for ok in [
+            dir.to_string(),
+            format!("{dir}/new"),
+            format!("{dir}/new/deeper"),
+            format!("file://{dir}"),
+            format!("file://{dir}/new"),
+            "relative/new".to_string(),
+            "s3://bucket/prefix".to_string(),
+        ] {
+            assert_eq!(lake_path(&ok).unwrap().to_str().unwrap(), ok);
+        }
+        let e = lake_path(f).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{f} is a file, not a lake directory")),
+            "{e}"
+        );
+        let e = lake_path(&format!("file://{f}")).unwrap_err();
+        assert!(e.contains("is a file, not a lake directory"), "{e}");
+        let e = lake_path(&format!("{f}/sub/lake")).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{f} is a file, so {f}/sub/lake cannot be")),
+            "{e}"
+        );
+    }
 }

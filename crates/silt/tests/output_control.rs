@@ -1,5 +1,6 @@
 //! The `silt` binary's output-control flags end to end: encoding hints seen through
-//! `silt inspect --json`, `--partition-by`, and `silt ddl` (DuckDB runs the statement it prints).
+//! `silt inspect --json`, `--partition-by`, and `silt ddl` (DuckDB runs the statement it prints);
+//! and a `--lake` that is a file refused up front by every command that takes one.
 
 mod common;
 
@@ -293,4 +294,29 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.status.success(), "{:?}: {err}", out.status);
+}
+
+#[test]
+fn a_lake_that_is_a_file_is_refused_by_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    let log = write_log(d.path());
+    let file = d.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let f = file.to_str().unwrap();
+    let under = format!("{f}/lake");
+    let l = log.to_str().unwrap();
+    for args in [
+        vec!["import", "zeek", l, "--lake", f],
+        vec!["import", "zeek", l, "--lake", &under],
+        vec!["query", "--lake", f, "SELECT 1"],
+        vec!["tables", "--lake", f],
+        vec!["compact", "--lake", f],
+    ] {
+        let o = silt(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        // A usage error (clap's status 2), naming the file, before anything is written.
+        assert_eq!(o.status.code(), Some(2), "silt {args:?}: {e}");
+        assert!(e.contains(&format!("{f} is a file")), "silt {args:?}: {e}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
