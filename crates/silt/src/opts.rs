@@ -442,13 +442,17 @@ pub fn lake_path(s: &str) -> Result<PathBuf, String> {
     if existing.is_dir() {
         return Ok(given);
     }
-    Err(if existing == local {
-        format!("{s} is a file, not a lake directory: give the directory `silt import` wrote (or a new one for it to make)")
-    } else {
-        format!(
-            "{} is a file, so {s} cannot be a lake directory: give a path under a directory",
-            existing.display()
-        )
+    // A file, or else something that is no directory either (a dangling symbolic link).
+    let file = existing.is_file();
+    let give = "give the directory `silt import` wrote (or a new one for it to make)";
+    Err(match (existing == local, file) {
+        (true, true) => format!("{s} is a file, not a lake directory: {give}"),
+        (true, false) => format!("{s} is not a directory: {give}"),
+        (false, _) => format!(
+            "{} is {}, so {s} cannot be a lake directory: give a path under a directory",
+            existing.display(),
+            if file { "a file" } else { "not a directory" }
+        ),
     })
 }
 
@@ -482,6 +486,11 @@ mod lake_path_tests {
         );
         let e = lake_path(&format!("file://{f}")).unwrap_err();
         assert!(e.contains("is a file, not a lake directory"), "{e}");
+        // A dangling symbolic link is no directory either.
+        let link = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("gone"), &link).unwrap();
+        let e = lake_path(link.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("dangling is not a directory: give"), "{e}");
         let e = lake_path(&format!("{f}/sub/lake")).unwrap_err();
         assert!(
             e.starts_with(&format!("{f} is a file, so {f}/sub/lake cannot be")),
