@@ -8,7 +8,7 @@
 //! Touches nothing but the schema file `--schema` names (read once) and, to check a `--lake` path,
 //! the metadata of that path and its ancestors.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use silt_access::{AccessOptions, ParseField, ParseFieldSpec};
@@ -421,17 +421,17 @@ pub fn message_encoding(
     })
 }
 
-/// `--lake`'s value parser: an object-store URL as given; a local path (plain, or `file://`)
-/// that is a directory, does not exist yet, or lies under directories only. A path that is a
-/// file, or lies under one, is refused here with what to give instead: otherwise `import`
-/// failed with "cannot create …/_silt/imports: Not a directory" and `query` said the lake
-/// "does not exist".
+/// `--lake`'s value parser: a URL other than `file://` as given; a local path (plain, or `file://`,
+/// as [`silt_lake::remote::local_dir`] reads it) that is a directory, does not exist yet, or lies
+/// under directories only. A path that is a file, or lies under one, is refused here with what to
+/// give instead: otherwise `import` failed with "cannot create …/_silt/imports: Not a directory"
+/// and `query` said the lake "does not exist".
 pub fn lake_path(s: &str) -> Result<PathBuf, String> {
     let given = PathBuf::from(s);
-    if silt_lake::remote::is_remote(&given) {
+    // An object store (or a scheme `LakeRoot::open` refuses with the ones that work).
+    let Some(local) = silt_lake::remote::local_dir(&given) else {
         return Ok(given);
-    }
-    let local = Path::new(s.strip_prefix("file://").unwrap_or(s));
+    };
     // The path itself, or else its nearest ancestor that exists.
     let Some(existing) = local
         .ancestors()

@@ -92,25 +92,37 @@ pub fn is_remote(arg: &Path) -> bool {
     )
 }
 
+/// The local directory a `--lake` argument names: a plain path, or the path of a `file://` URL
+/// (`None` for any other URL; [`LakeRoot::open`] says which ones work). Touches nothing.
+pub fn local_dir(arg: &Path) -> Option<&Path> {
+    let Some(s) = arg.to_str() else {
+        return Some(arg);
+    };
+    match s.split_once("://") {
+        None => Some(arg),
+        Some(("file", rest)) => Some(Path::new(rest)),
+        Some(_) => None,
+    }
+}
+
 impl LakeRoot {
     /// The lake `arg` names: `s3://bucket[/prefix]` opens the object store (credentials as the
     /// module documentation says), `file:///path` and plain paths are directories. Other URL
     /// schemes are refused with the ones that work.
     pub fn open(arg: &Path) -> anyhow::Result<Self> {
-        let Some(s) = arg.to_str() else {
-            return Ok(LakeRoot::Dir(arg.to_path_buf()));
-        };
-        match s.split_once("://") {
-            None => Ok(LakeRoot::Dir(arg.to_path_buf())),
-            Some(("file", rest)) => {
-                anyhow::ensure!(
-                    rest.starts_with('/'),
-                    "--lake {s}: a file URL needs an absolute path (file:///path/to/lake)"
-                );
-                Ok(LakeRoot::Dir(PathBuf::from(rest)))
-            }
-            Some(("s3" | "s3a", _)) => Ok(LakeRoot::Remote(Arc::new(RemoteLake::open(s)?))),
-            Some((scheme, _)) => anyhow::bail!(
+        if let Some(dir) = local_dir(arg) {
+            anyhow::ensure!(
+                dir == arg || dir.is_absolute(),
+                "--lake {}: a file URL needs an absolute path (file:///path/to/lake)",
+                arg.display()
+            );
+            return Ok(LakeRoot::Dir(dir.to_path_buf()));
+        }
+        // Not local, so a URL (`local_dir` takes every path that is not UTF-8).
+        let s = arg.to_str().unwrap_or_default();
+        match s.split_once("://").map_or(s, |(scheme, _)| scheme) {
+            "s3" | "s3a" => Ok(LakeRoot::Remote(Arc::new(RemoteLake::open(s)?))),
+            scheme => anyhow::bail!(
                 "--lake {s}: {scheme}:// is not a lake location silt can use; give a directory, \
                  file:///path or s3://bucket/prefix"
             ),
