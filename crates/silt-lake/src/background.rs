@@ -113,6 +113,8 @@ pub(crate) struct Background {
     /// Set when the sink is dropped without `finish`: the thread stops without finishing.
     abandoned: Arc<AtomicBool>,
     waiting: Arc<Waiting>,
+    /// The wrapped sink's `codec_memory`, updated after every batch.
+    codec: Arc<AtomicUsize>,
 }
 
 impl Background {
@@ -121,6 +123,8 @@ impl Background {
     pub(crate) fn spawn(mut inner: Box<dyn FileSink>, budget: usize) -> anyhow::Result<Self> {
         let (tx, rx) = channel::<(RecordBatch, usize)>();
         let memory = Arc::new(AtomicUsize::new(inner.memory_size()));
+        let codec = Arc::new(AtomicUsize::new(inner.codec_memory()));
+        let codec_mem = codec.clone();
         let mem = memory.clone();
         let abandoned = Arc::new(AtomicBool::new(false));
         let stop = abandoned.clone();
@@ -143,6 +147,7 @@ impl Background {
                     _ends.0.done(bytes);
                     r?;
                     mem.store(inner.memory_size(), Ordering::Relaxed);
+                    codec_mem.store(inner.codec_memory(), Ordering::Relaxed);
                 }
                 if stop.load(Ordering::Relaxed) {
                     anyhow::bail!("abandoned before it was finished");
@@ -155,6 +160,7 @@ impl Background {
             memory,
             abandoned,
             waiting,
+            codec,
         })
     }
 
@@ -196,6 +202,10 @@ impl FileSink for Background {
             .unwrap_or_else(|e| e.into_inner())
             .bytes;
         self.memory.load(Ordering::Relaxed) + waiting
+    }
+
+    fn codec_memory(&self) -> usize {
+        self.codec.load(Ordering::Relaxed)
     }
 
     fn finish(mut self: Box<Self>) -> anyhow::Result<BufWriter<File>> {

@@ -33,6 +33,9 @@ pub struct TableSummary {
     /// (`month (auto: ~350 rows/hour, ~8.9 MB per month)`, see
     /// [`crate::granularity::TableRecord::describe`]).
     pub partition_choice: Option<String>,
+    /// Set when one open file of the table holds more than half of `--memory` by itself (the
+    /// codecs' state at a high zstd level): what that does and what to change.
+    pub memory_note: Option<String>,
 }
 
 impl TableSummary {
@@ -152,6 +155,11 @@ impl fmt::Display for ImportSummary {
                     f,
                     "new table {t}: partitioned by {why}; recorded in the lake for later imports"
                 )?;
+            }
+        }
+        for (t, s) in &self.tables {
+            if let Some(note) = &s.memory_note {
+                writeln!(f, "note: table {t}: {note}")?;
             }
         }
         for (t, s) in self.failed_tables() {

@@ -48,7 +48,7 @@ use crate::layout::{self, PartKey};
 use crate::publish::{DirectoryPublisher, PendingFile, PublishedFile, Publisher};
 use crate::rejects::RejectWriter;
 use crate::store::{self, FileSink};
-use crate::summary::{ImportSummary, TableSummary};
+use crate::summary::{human_bytes, ImportSummary, TableSummary};
 
 /// What a [`LakeWriter::commit`] published.
 #[derive(Debug, Clone)]
@@ -565,6 +565,21 @@ impl LakeWriter {
                 }
             }
         }
+        if let Some(run) = &tr.run {
+            let codecs = run.sink.codec_memory();
+            if codecs > cfg.memory_bytes / 2 {
+                let level = cfg.level.map(|l| format!(" level {l}")).unwrap_or_default();
+                self.summary.table(&t.name).memory_note = Some(format!(
+                    "{}{level} can hold up to {} of compression state per open file (zstd's \
+                     estimate for its columns' pages), more than half of --memory ({}), so its \
+                     files are finished early to stay within it; a lower --level or a larger \
+                     --memory keeps them whole",
+                    format!("{:?}", cfg.codec).to_lowercase(),
+                    human_bytes(codecs as u64),
+                    human_bytes(cfg.memory_bytes as u64),
+                ));
+            }
+        }
         if catch_all {
             // The catch-all tier writes whole files: publish it now.
             if let Some(run) = tr.run.take() {
@@ -677,7 +692,11 @@ impl LakeWriter {
             // a sparse 200 MB trace into hour partitions peaked at 273 MiB, growing with the
             // input). Partitions touched by one of the last batches stay, so input in no
             // time order keeps its partitions together and only the memory bound applies.
-            if parts > self.cfg.max_open_partitions {
+            // Beyond the memory bound, too, left-behind partitions go first: finishing one
+            // frees its buffers and its open file (every column's codec state with it) without
+            // cutting short the files the input is still writing (an import of 2M real-derived
+            // conn records in time order into month partitions kept all nine months open).
+            if parts > self.cfg.max_open_partitions || mem > self.cfg.memory_bytes {
                 if let Some((used, tn, k)) = stalest {
                     if used + STALE_BATCHES < self.clock {
                         self.finish_partition(&tn, k)?;

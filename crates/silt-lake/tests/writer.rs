@@ -664,3 +664,83 @@ fn partitions_the_input_left_behind_are_finished_however_few_rows_they_hold() {
     assert_eq!(s.tables[&conn()].rows_written, 2000);
     assert_eq!(s.tables[&conn()].files, 100);
 }
+
+#[test]
+fn under_the_memory_bound_partitions_left_behind_are_finished_before_the_others() {
+    // Dense input in time order over eight days, fewer partitions than `max_open_partitions`:
+    // each day's file stays open until memory runs short. An open file holds its columns'
+    // compression state (zstd's context, ~0.56 MiB per column at level 1 once its pages pass
+    // 256 kB), which the bound must count; the days the input has left go first, and every day
+    // still ends up in one file.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        partition: Partitioning::Day.into(),
+        sort_buffer_bytes: 256 << 10,
+        memory_bytes: 12 << 20,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    const DAY: i64 = 24 * HOUR;
+    let (days, batches, rows) = (8i64, 10i64, 4000i64);
+    for d in 0..days {
+        for b in 0..batches {
+            let ts: Vec<Option<i64>> = (0..rows)
+                .map(|i| Some(T0 + d * DAY + (b * rows + i) * 1000))
+                .collect();
+            w.batch(&conn(), batch(&ts, false)).unwrap();
+        }
+    }
+    // Six with the codecs counted, three without (2026-12-06).
+    let early = published(dir.path());
+    assert!(
+        early >= 5,
+        "{early} of the {days} days published before the end: the days left behind were \
+         kept open"
+    );
+    let s = w.finish().unwrap();
+    let t = &s.tables[&conn()];
+    assert_eq!(t.rows_written, (days * batches * rows) as u64);
+    assert_eq!(t.files, days as u64, "one file per day");
+    assert_eq!(t.memory_note, None);
+}
+
+#[test]
+fn a_file_whose_codecs_alone_exceed_the_memory_bound_is_noted() {
+    // zstd level 19 keeps several MiB of context per column once its pages reach a few hundred
+    // kB (17 MiB for 1 MiB pages): three such columns are more than half of a 16 MiB bound. The
+    // import still writes every row, and says why its files are smaller than usual and what to
+    // change.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WriterConfig {
+        partition: Partitioning::Day.into(),
+        codec: Codec::Zstd,
+        level: Some(19),
+        sort_buffer_bytes: 256 << 10,
+        memory_bytes: 16 << 20,
+        ..WriterConfig::default()
+    };
+    let mut w = LakeWriter::new(dir.path(), cfg).unwrap();
+    let ts: Vec<Option<i64>> = (0..20_000).map(|i| Some(T0 + i * 1000)).collect();
+    for chunk in ts.chunks(4000) {
+        w.batch(&conn(), batch(chunk, false)).unwrap();
+    }
+    let s = w.finish().unwrap();
+    let t = &s.tables[&conn()];
+    assert_eq!(t.rows_written, 20_000);
+    let note = t
+        .memory_note
+        .as_deref()
+        .expect("a note on the codecs' memory");
+    assert!(
+        note.contains("zstd level 19 can hold up to")
+            && note.contains("more than half of --memory (16.8 MB)")
+            && note.contains("a lower --level or a larger --memory"),
+        "{note}"
+    );
+    assert!(s
+        .to_string()
+        .contains(&format!("note: table zeek.conn: {note}")));
+    let files = catalog::data_files(&dir.path().join("zeek.conn")).unwrap();
+    let rows: usize = files.iter().map(|f| read_ts(&f.path).len()).sum();
+    assert_eq!(rows, 20_000);
+}

@@ -19,11 +19,13 @@
 //! - `hints`: the user's per-column encoding hints, applied last ([`encoding_plan`]);
 //! - `parquet_sink`: the Parquet sink (row groups cut at a compressed-size target, column
 //!   chunks encoded in parallel); `feather`: the Feather (Arrow IPC) sink;
-//! - `paths`: naming leaf columns (Parquet leaf paths, the user's dotted paths).
+//! - `paths`: naming leaf columns (Parquet leaf paths, the user's dotted paths);
+//! - `codec_state`: the memory each column's compression codec holds while a file is open.
 //!
 //! Touches only the writer it is given: every sink writes into `out` and nothing else.
 
 mod choices;
+mod codec_state;
 mod feather;
 mod hints;
 mod parquet_sink;
@@ -48,8 +50,13 @@ pub use properties::{compression, stored_schema, SOURCE_TYPES};
 /// Writes one file.
 pub trait FileSink: Send {
     fn write(&mut self, batch: &RecordBatch) -> anyhow::Result<()>;
-    /// Bytes this sink holds in memory (the in-progress row group).
+    /// Bytes this sink holds in memory (the in-progress row group, with its codecs' state).
     fn memory_size(&self) -> usize;
+    /// The part of [`Self::memory_size`] the compression codecs' state takes (zstd's contexts,
+    /// which grow with the pages compressed).
+    fn codec_memory(&self) -> usize {
+        0
+    }
     /// Writes the footer and returns the underlying writer for publishing.
     fn finish(self: Box<Self>) -> anyhow::Result<BufWriter<File>>;
 }

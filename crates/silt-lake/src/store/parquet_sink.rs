@@ -26,6 +26,7 @@ use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
+use super::codec_state::CodecState;
 use super::properties::{needs_arrow_schema, stored_schema, Blooms};
 use super::FileSink;
 use crate::bloom::BloomBuilder;
@@ -79,6 +80,8 @@ pub(super) struct ParquetSink {
     queued: Arc<AtomicUsize>,
     /// Rows the row group had (encoded inline) when its columns went to the lanes.
     lane_start_rows: usize,
+    /// What the row group's column writers' codecs hold ([`super::codec_state`]).
+    codec: CodecState,
 }
 
 /// Threads that encode column chunks (the machines silt is measured on have two cores; the
@@ -331,6 +334,7 @@ impl ParquetSink {
         let (file, factory) = ArrowWriter::try_new_with_options(out, Arc::new(stored), options)?
             .into_serialized_writer()?;
         let columns = columns(&factory, &blooms, 0)?;
+        let codec = CodecState::new(file.schema_descr(), file.properties());
         Ok(Self {
             file,
             factory,
@@ -346,6 +350,7 @@ impl ParquetSink {
             costs: None,
             queued: Arc::new(AtomicUsize::new(0)),
             lane_start_rows: 0,
+            codec,
         })
     }
 
@@ -392,6 +397,7 @@ impl ParquetSink {
             sizes.extend(std::iter::repeat_n(share, l.len()));
             leaves.extend(l.into_iter().map(Some));
         }
+        self.codec.give(&sizes);
         if self.lanes.is_empty() && batch.num_rows() >= INLINE_ROWS {
             self.lanes = (0..ENCODE_THREADS)
                 .map(|_| Lane::spawn())
@@ -528,6 +534,7 @@ impl ParquetSink {
             Group::Lanes(_) => self.close_lanes()?,
             Group::Unassigned(_) => unreachable!("a row group with rows has its columns assigned"),
         };
+        self.codec.new_row_group();
         self.costs = Some(closed.iter().map(|c| c.nanos).collect());
         let mut rg = self.file.next_row_group()?;
         for c in closed {
@@ -630,7 +637,8 @@ impl FileSink for ParquetSink {
             Group::Unassigned(c) => Columns::memory_size_of(c),
             Group::Lanes(_) => 0,
         };
-        here + self.queued.load(Ordering::Relaxed)
+        here + self.codec.bytes()
+            + self.queued.load(Ordering::Relaxed)
             + self
                 .lanes
                 .iter()
@@ -638,10 +646,79 @@ impl FileSink for ParquetSink {
                 .sum::<usize>()
     }
 
+    fn codec_memory(&self) -> usize {
+        self.codec.bytes()
+    }
+
     fn finish(mut self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
         self.flush_row_group()?;
         // Stop the lane threads before the file is handed on.
         self.lanes.clear();
         Ok(self.file.into_inner()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::WriterConfig;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    /// The sink's memory, and its codecs' share, after one slice written inline at `level`.
+    fn memory_at(level: i32) -> (usize, usize) {
+        let cfg = WriterConfig {
+            level: Some(level),
+            ..WriterConfig::default()
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("uid", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, false),
+        ]));
+        let rows = INLINE_ROWS as i64 - 1;
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("C{:016x}", i * 7919)),
+                )),
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i * i % 977))),
+            ],
+        )
+        .unwrap();
+        let (props, blooms) =
+            super::super::properties::parquet_properties(&cfg, &schema, &[], rows as usize)
+                .unwrap();
+        let out = BufWriter::new(tempfile::tempfile().unwrap());
+        let mut sink = ParquetSink::new(
+            out,
+            &schema,
+            props.build(),
+            cfg.row_group_bytes,
+            cfg.row_group_rows,
+            blooms,
+        )
+        .unwrap();
+        assert_eq!(sink.codec_memory(), 0, "no page compressed yet");
+        super::super::FileSink::write(&mut sink, &batch).unwrap();
+        (sink.memory_size(), sink.codec_memory())
+    }
+
+    #[test]
+    fn memory_counts_the_codecs_state() {
+        let (one, codec_one) = memory_at(1);
+        let (nineteen, codec_nineteen) = memory_at(19);
+        assert!(codec_one > 0 && codec_one < 2 << 20, "{codec_one}");
+        // zstd level 19 sizes its contexts several times larger; parquet-rs's own figure does
+        // not change with the level (compressed pages are only smaller).
+        assert!(
+            codec_nineteen > 4 * codec_one,
+            "{codec_nineteen} vs {codec_one}"
+        );
+        assert!(nineteen >= codec_nineteen && one >= codec_one);
+        assert!(
+            nineteen - one >= codec_nineteen - codec_one - (64 << 10),
+            "memory {nineteen} at level 19 against {one} at 1"
+        );
     }
 }
