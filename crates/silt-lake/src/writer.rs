@@ -89,6 +89,9 @@ struct TableState {
     /// A new table with `--partition auto`: its first rows, held until there are enough to choose
     /// the partitioning from ([`crate::granularity`]); `None` once chosen.
     probe: Option<Probe>,
+    /// The most codec state one of its open files has held, once that passed half of
+    /// `--memory` (0 until then): the summary's note.
+    codec_peak: usize,
 }
 
 #[derive(Default)]
@@ -105,7 +108,8 @@ struct Probe {
 const MAX_TIERS: usize = 2;
 
 /// A partition not touched by any of the last this many batches is finished when there are more
-/// than `max_open_partitions` partitions ([`LakeWriter::enforce_bounds`]).
+/// than `max_open_partitions` partitions, or more memory held than `--memory`
+/// ([`LakeWriter::enforce_bounds`]).
 const STALE_BATCHES: u64 = 4;
 
 #[derive(Default)]
@@ -319,6 +323,7 @@ impl LakeWriter {
                     partitions: HashMap::new(),
                     first_seen: Instant::now(),
                     probe: partitioning.is_none().then(Probe::default),
+                    codec_peak: 0,
                 },
             );
             if let Some(p) = partitioning {
@@ -567,7 +572,8 @@ impl LakeWriter {
         }
         if let Some(run) = &tr.run {
             let codecs = run.sink.codec_memory();
-            if codecs > cfg.memory_bytes / 2 {
+            if codecs > cfg.memory_bytes / 2 && codecs > t.codec_peak {
+                t.codec_peak = codecs;
                 let level = cfg.level.map(|l| format!(" level {l}")).unwrap_or_default();
                 self.summary.table(&t.name).memory_note = Some(format!(
                     "{}{level} can hold up to {} of compression state per open file (zstd's \
