@@ -36,6 +36,9 @@ pub(super) struct CodecState {
     leaves: Vec<(Compression, usize)>,
     /// Arrow bytes each leaf has been given in the row group in progress.
     given: Vec<usize>,
+    /// Each leaf's estimate, and the power of two of the page size it is for (zstd's
+    /// parameters change only there, so most slices need no new estimate).
+    estimates: Vec<(usize, usize)>,
     total: usize,
 }
 
@@ -54,9 +57,11 @@ impl CodecState {
             })
             .collect();
         let given = vec![0; leaves.len()];
+        let estimates = vec![(0, 0); leaves.len()];
         Self {
             leaves,
             given,
+            estimates,
             total: 0,
         }
     }
@@ -66,17 +71,28 @@ impl CodecState {
         for (g, b) in self.given.iter_mut().zip(bytes) {
             *g = g.saturating_add(*b);
         }
-        self.total = self
-            .leaves
-            .iter()
-            .zip(&self.given)
-            .map(|(&(codec, page), &given)| column_bytes(codec, page.min(given)))
-            .sum();
+        self.total = 0;
+        for ((&(codec, page), &given), (est, pow)) in
+            self.leaves.iter().zip(&self.given).zip(&mut self.estimates)
+        {
+            let size = page.min(given);
+            let p = match size {
+                0 => 0,
+                n => n.checked_next_power_of_two().unwrap_or(usize::MAX),
+            };
+            if p != *pow {
+                // A page size's estimate is that of the power of two above it: an upper bound.
+                *est = column_bytes(codec, p.min(page));
+                *pow = p;
+            }
+            self.total += *est;
+        }
     }
 
     /// A new row group: its column writers start with new codecs.
     pub(super) fn new_row_group(&mut self) {
         self.given.fill(0);
+        self.estimates.fill((0, 0));
         self.total = 0;
     }
 
@@ -147,6 +163,38 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn state_follows_the_bytes_given_up_to_each_page_limit() {
+        use arrow::datatypes::{DataType, Field, Schema};
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Utf8, true),
+            Field::new("b", DataType::Int64, false),
+        ]);
+        let descr = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&schema)
+            .unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(zstd(3))
+            .set_data_page_size_limit(1 << 20)
+            .set_dictionary_page_size_limit(4 << 20)
+            .set_column_dictionary_enabled("b".into(), false)
+            .build();
+        let mut s = CodecState::new(&descr, &props);
+        assert_eq!(s.bytes(), 0, "nothing compressed yet");
+        s.give(&[1000, 1000]);
+        // Counted at the power of two above what each column was given.
+        assert_eq!(s.bytes(), 2 * column_bytes(zstd(3), 1024));
+        s.give(&[10 << 20, 10 << 20]);
+        // Then at most at each column's largest page: the dictionary page for `a`, a data page
+        // for `b` (no dictionary), with a quarter's overshoot.
+        assert_eq!(
+            s.bytes(),
+            column_bytes(zstd(3), 5 << 20) + column_bytes(zstd(3), (1 << 20) + (1 << 18))
+        );
+        s.new_row_group();
+        assert_eq!(s.bytes(), 0, "a new row group's writers have new codecs");
     }
 
     #[test]
