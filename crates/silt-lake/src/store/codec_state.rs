@@ -5,8 +5,8 @@
 //! (a `zstd::bulk::Compressor`) keeps a compression context sized by the level and by the
 //! largest page it has compressed. Measured with `ZSTD_sizeof_CCtx` after compressing one page
 //! (zstd 1.5.7): 0.56 MiB per column at level 1, 1.2 MiB at 3, 10.5 MiB at 9 and 17 MiB at 19
-//! for 1 MiB pages, 49 MiB at 19 for a 4 MiB dictionary page. A Zeek conn file has 22 columns:
-//! 12 MiB per open file at the default level, up to a gigabyte at level 19, none of it in
+//! for 1 MiB pages, 49 MiB at 19 for a 4 MiB dictionary page. A Zeek conn file has 20 columns:
+//! 11 MiB per open file at the default level, up to a gigabyte at level 19, none of it in
 //! parquet-rs's own `memory_size`. Before it was counted, an import of 2M real-derived conn
 //! records into month partitions (nine open files) peaked at 405 MB with `--memory 256MiB`, and
 //! at 906 MB with `--level 19`.
