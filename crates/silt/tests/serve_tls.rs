@@ -220,3 +220,39 @@ fn tls_listeners_need_a_certificate_and_a_known_scheme() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `--http none` turns the HTTP API off: the banner lists no `http` listener, only the others
+/// (bd50ac1 made `none` keep the default 127.0.0.1:8080, an open port the user had refused).
+#[test]
+fn http_none_starts_no_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let (child, lines) = common::spawn_serve([
+        "--lake",
+        lake.to_str().unwrap(),
+        "--http",
+        "none",
+        "--syslog",
+        "udp://127.0.0.1:0",
+    ]);
+    let mut banner = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .expect("silt serve did not finish its banner");
+        let done = line.starts_with("Ctrl-C");
+        banner.push(line);
+        if done {
+            break;
+        }
+    }
+    drop(child);
+    let first_words: Vec<&str> = banner
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(first_words.contains(&"syslog"), "{banner:#?}");
+    assert!(!first_words.contains(&"http"), "{banner:#?}");
+}

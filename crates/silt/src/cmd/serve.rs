@@ -87,10 +87,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let writer = crate::opts::writer_config(&a.write)?;
     let mut cfg = ServeConfig::new(lake.clone());
     cfg.state = a.state.clone();
-    if !matches!(a.http.as_str(), "none" | "") {
+    // `--http none` (or an empty value) turns the API off: the config's default listens.
+    (cfg.http, cfg.http_tls) = if matches!(a.http.as_str(), "none" | "") {
+        (None, false)
+    } else {
         let (addr, tls) = listen_addr("--http", &a.http, &["http"], &["https", "tls"], 8080)?;
-        (cfg.http, cfg.http_tls) = (Some(addr), tls);
-    }
+        (Some(addr), tls)
+    };
     if let Some(f) = &a.forward {
         let (addr, tls) = listen_addr("--forward", f, &["tcp"], &["tls"], 24224)?;
         (cfg.forward, cfg.forward_tls) = (Some(addr), tls);
