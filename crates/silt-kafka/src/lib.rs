@@ -156,10 +156,18 @@ impl KafkaClient {
     /// The librdkafka configuration: brokers, then the given properties (which may override
     /// anything silt sets, except what correctness needs; see the callers).
     pub fn config(&self) -> ClientConfig {
+        // librdkafka's own log below warnings (and what `--kafka-option debug=cgrp,...` asks for)
+        // only when this crate's debug log is on (`SILT_LOG=silt_kafka=debug`): they would be
+        // dropped here anyway, after librdkafka formatted them.
+        let level = if tracing::enabled!(tracing::Level::DEBUG) {
+            RDKafkaLogLevel::Debug
+        } else {
+            RDKafkaLogLevel::Warning
+        };
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers)
             .set("client.id", "silt")
-            .set_log_level(RDKafkaLogLevel::Warning);
+            .set_log_level(level);
         for (k, v) in &self.properties {
             c.set(k, v);
         }

@@ -8,8 +8,9 @@
 //! - exactly once with two `silt serve` members of one group on one lake, one of them SIGKILLed
 //!   at random moments (10 times) and started again while records keep arriving: every id is in
 //!   the lake once, and the committed offsets are the end offsets;
-//! - the broker stopped and started again while a server consumes: nothing lost or doubled, and
-//!   the server says the broker is away;
+//! - the broker stopped for 12 s and started again while a server consumes, once within the
+//!   group's session and once past a 6 s session (the member loses its partitions and must join
+//!   again): nothing lost or doubled, and the server says the broker is away;
 //! - `--kafka-meta`: message keys, headers, times and offsets as columns of every format's rows;
 //! - into an object-store lake (MinIO): `silt import kafka` twice and a serve member, every id
 //!   once.
@@ -560,7 +561,20 @@ fn member_with(
     log: &Path,
     more: &[&str],
 ) -> Child {
+    member_env(lake, name, (broker, topic, group), log, more, &[])
+}
+
+/// [`member_with`] with the variables `env` added to the member's environment.
+fn member_env(
+    lake: &Path,
+    name: &str,
+    (broker, topic, group): (&str, &str, &str),
+    log: &Path,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_silt"))
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--lake",
@@ -811,16 +825,56 @@ fn a_member_stopped_past_its_session_is_fenced() {
 
 #[test]
 fn broker_restart_while_consuming() {
+    broker_away_while_consuming("restart", &[], false);
+}
+
+/// The broker away for longer than the group's session (6 s here): the member's session ends
+/// (librdkafka's SESSTMOUT), it gives up its partitions, and it must join the group again once
+/// the broker is back and read on from where the lake ends.
+#[test]
+fn broker_away_longer_than_the_session() {
+    broker_away_while_consuming(
+        "away",
+        &[
+            "--kafka-option",
+            "session.timeout.ms=6000",
+            "--kafka-option",
+            "heartbeat.interval.ms=1000",
+        ],
+        true,
+    );
+}
+
+/// A member consumes 20,000 records, the broker stops for 12 s and starts again, 20,000 more
+/// arrive: every record is in the lake once. The member logs librdkafka's account of its group
+/// and connections (debug), which a failure prints.
+fn broker_away_while_consuming(name: &str, more: &[&str], session_ends: bool) {
     let _g = lock();
     let Some((broker, py)) = setup() else { return };
-    let t = topic("restart", 3);
+    let t = topic(name, 3);
     let group = format!("rs-{t}");
     let d = tempfile::tempdir().unwrap();
     let lake = d.path().join("lake");
     let log = d.path().join("serve.log");
     let first = 20_000u64;
     client(&py, &["produce-ids", &broker, &t, "0", &first.to_string()]);
-    let m = member(&lake, "r", &broker, &t, &group, &log);
+    let mut args = vec![
+        "--http",
+        "none",
+        "--flush-age",
+        "1s",
+        "--kafka-option",
+        "debug=cgrp,broker",
+    ];
+    args.extend(more);
+    let m = member_env(
+        &lake,
+        "r",
+        (&broker, &t, &group),
+        &log,
+        &args,
+        &[("SILT_LOG", "warn,silt_serve::kafka=info,silt_kafka=debug")],
+    );
     assert_eq!(wait_rows(&lake, "app.ids", first, 60).0, first);
     kafka_sh(&["stop"]).expect("stop the broker");
     std::thread::sleep(Duration::from_secs(12));
@@ -840,6 +894,20 @@ fn broker_restart_while_consuming() {
             .any(|l| l.contains("kafka:") && l.contains("WARN")),
         "the server says the broker is away:\n{text}"
     );
+    if session_ends {
+        assert!(
+            text.lines()
+                .any(|l| l.contains("WARN") && l.contains("SESSTMOUT")),
+            "the member's session ended while the broker was away:\n{text}"
+        );
+        assert!(
+            text.lines()
+                .filter(|l| l.contains("kafka: assigned"))
+                .count()
+                >= 2,
+            "the member was assigned its partitions again:\n{text}"
+        );
+    }
 }
 
 #[test]
