@@ -221,20 +221,9 @@ fn tls_listeners_need_a_certificate_and_a_known_scheme() {
     }
 }
 
-/// `--http none` turns the HTTP API off: the banner lists no `http` listener, only the others
-/// (bd50ac1 made `none` keep the default 127.0.0.1:8080, an open port the user had refused).
-#[test]
-fn http_none_starts_no_api() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake");
-    let (child, lines) = common::spawn_serve([
-        "--lake",
-        lake.to_str().unwrap(),
-        "--http",
-        "none",
-        "--syslog",
-        "udp://127.0.0.1:0",
-    ]);
+/// The lines `silt serve ARGS` prints up to the end of its banner; the server is stopped.
+fn serve_banner(args: &[&str]) -> Vec<String> {
+    let (child, lines) = common::spawn_serve(args);
     let mut banner = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -249,10 +238,40 @@ fn http_none_starts_no_api() {
         }
     }
     drop(child);
+    banner
+}
+
+/// `--http none` turns the HTTP API off: the banner lists no `http` listener, only the others
+/// (bd50ac1 made `none` keep the default 127.0.0.1:8080, an open port the user had refused).
+/// With nothing else either, the banner says the server has nothing to do.
+#[test]
+fn http_none_starts_no_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let l = lake.to_str().unwrap();
+    let banner = serve_banner(&[
+        "--lake",
+        l,
+        "--http",
+        "none",
+        "--syslog",
+        "udp://127.0.0.1:0",
+    ]);
     let first_words: Vec<&str> = banner
         .iter()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert!(first_words.contains(&"syslog"), "{banner:#?}");
     assert!(!first_words.contains(&"http"), "{banner:#?}");
+    assert!(
+        !banner.iter().any(|l| l.contains("nothing to receive")),
+        "{banner:#?}"
+    );
+    let banner = serve_banner(&["--lake", l, "--http", "none"]);
+    assert!(
+        banner
+            .iter()
+            .any(|l| l.contains("nothing to receive or maintain")),
+        "{banner:#?}"
+    );
 }

@@ -358,6 +358,23 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             w.extend(a.keep_table.iter().cloned());
             eprintln!("  retain    {}", w.join(", "));
         }
+        let idle = server.http_addr.is_none()
+            && server.forward_addr.is_none()
+            && server.flight_addr.is_none()
+            && server.syslog_addrs.is_empty()
+            && server.flow_addrs.is_empty()
+            && a.tails.is_empty()
+            && a.kafka.topics.is_empty()
+            && a.compact_every.is_none()
+            && a.keep.is_none()
+            && a.keep_table.is_empty();
+        if idle {
+            eprintln!(
+                "  (nothing to receive or maintain: --http none and no other listener, no --kafka \
+                 topic, --tail, --compact-every or --keep; it only writes what its log holds to \
+                 the lake)"
+            );
+        }
         eprintln!("Ctrl-C or SIGTERM stops it after writing every acknowledged event to the lake.");
         if server.shared.cfg.reload_lookups.is_some() {
             eprintln!("SIGHUP reloads the enrichment databases from their files.");
