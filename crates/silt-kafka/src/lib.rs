@@ -193,6 +193,11 @@ impl Quiet {
         let now = Instant::now();
         if m.len() > 1000 {
             m.retain(|_, t| now.duration_since(*t) < QUIET);
+            // More than a thousand different lines within QUIET (librdkafka's debug log): forget
+            // them all rather than sweep again at every line.
+            if m.len() > 1000 {
+                m.clear();
+            }
         }
         match m.get(what) {
             Some(t) if now.duration_since(*t) < QUIET => false,
@@ -269,5 +274,12 @@ mod tests {
         assert!(q.fresh("broker down"));
         assert!(!q.fresh("broker down"));
         assert!(q.fresh("other"));
+        // Thousands of different lines at once (a debug log): the memory of them stays bounded,
+        // and a line said before is only said again once it was forgotten.
+        for i in 0..5000 {
+            assert!(q.fresh(&format!("line {i}")));
+        }
+        assert!(q.said.lock().unwrap().len() <= 1001);
+        assert!(!q.fresh("line 4999"));
     }
 }
