@@ -27,6 +27,9 @@ pub struct ImportOutcome {
     pub run: RunReport,
     /// Inputs skipped because the lake already holds their content.
     pub skipped: Vec<Skipped>,
+    /// Inputs not imported because an earlier run imported their start: logs appended to since
+    /// (importing them would add the rows of that start again; `--force` imports them whole).
+    pub grown: Vec<Grown>,
     /// Interrupted earlier imports whose files were removed before this one started (their
     /// inputs were not recorded as imported, so this run imports them again in full).
     pub recovered: Recovered,
@@ -47,6 +50,19 @@ pub struct Skipped {
     pub was: String,
 }
 
+/// An input that grew since an earlier run imported its start.
+#[derive(Debug, Clone)]
+pub struct Grown {
+    pub path: PathBuf,
+    /// The earlier run and when it finished.
+    pub run: (String, String),
+    /// The path the input had then.
+    pub was: String,
+    /// Bytes the earlier run read, and the input's size now.
+    pub imported_bytes: u64,
+    pub size: u64,
+}
+
 /// How an import treats inputs the lake already holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Reimport {
@@ -60,7 +76,8 @@ pub enum Reimport {
 /// Imports `inputs` into the lake at `lake` (created if missing).
 ///
 /// Before reading anything it recovers interrupted imports (see `silt_lake::imports`) and, with
-/// [`Reimport::Skip`], leaves out every input whose content an earlier run imported. Every file
+/// [`Reimport::Skip`], leaves out every input whose content an earlier run imported, and every
+/// input that grew since an earlier run imported its start ([`Grown`]). Every file
 /// this run publishes is journaled before it becomes visible; when the run ends, the inputs
 /// that gave rows are recorded as imported (an input that gave none, e.g. one given the wrong
 /// format, can be imported again without `--force`).
@@ -79,7 +96,12 @@ pub fn import(
     // see the lake right again.
     let replacements = silt_lake::replace::recover_if_idle(lake, silt_lake::replace::RECORD_GRACE)?
         .unwrap_or_default();
-    let (kept, ids, skipped) = select_inputs(inputs, &log.runs()?, reimport)?;
+    let Selected {
+        kept,
+        ids,
+        skipped,
+        grown,
+    } = select_inputs(inputs, &log.runs()?, reimport)?;
     let journal = log.begin()?;
     let mut writer = writer.with_publisher(journal.publisher(Box::new(DirectoryPublisher))?);
     let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
@@ -91,56 +113,77 @@ pub fn import(
         summary,
         run,
         skipped,
+        grown,
         recovered,
         replacements,
         run_id,
     })
 }
 
-/// The inputs to read, their identities (in the same order), and the ones skipped: with
-/// [`Reimport::Skip`], every input whose content a run in `done` imported or that an earlier
-/// argument already gives.
-#[allow(clippy::type_complexity)]
+/// What [`select_inputs`] made of the inputs.
+struct Selected {
+    /// The inputs to read, and their identities (in the same order).
+    kept: Vec<Input>,
+    ids: Vec<Option<InputIdentity>>,
+    skipped: Vec<Skipped>,
+    grown: Vec<Grown>,
+}
+
+/// With [`Reimport::Skip`], leaves out every input whose content a run in `done` imported or
+/// that an earlier argument already gives, and every input whose start a run in `done` imported.
 fn select_inputs(
     inputs: Vec<Input>,
     done: &[RunRecord],
     reimport: Reimport,
-) -> anyhow::Result<(Vec<Input>, Vec<Option<InputIdentity>>, Vec<Skipped>)> {
-    let mut skipped = Vec::new();
-    let mut kept = Vec::new();
-    let mut ids: Vec<Option<InputIdentity>> = Vec::new();
+) -> anyhow::Result<Selected> {
+    let mut out = Selected {
+        kept: Vec::new(),
+        ids: Vec::new(),
+        skipped: Vec::new(),
+        grown: Vec::new(),
+    };
     for input in inputs {
         let id = match input.path() {
             Some(p) => InputIdentity::of_file(p)?,
             None => None,
         };
-        if let (Some(id), Reimport::Skip) = (&id, reimport) {
+        if let (Some(id), Some(p), Reimport::Skip) = (&id, input.path(), reimport) {
             let before = done
                 .iter()
                 .rev()
                 .find_map(|r| r.inputs.iter().find(|i| i.same_content(id)).map(|i| (r, i)));
-            let path = input.path().map(Path::to_path_buf).unwrap_or_default();
+            let path = p.to_path_buf();
             if let Some((r, was)) = before {
-                skipped.push(Skipped {
+                out.skipped.push(Skipped {
                     path,
                     run: Some((r.run.clone(), r.finished.clone())),
                     was: was.path.clone(),
                 });
                 continue;
             }
-            if let Some(twice) = ids.iter().flatten().find(|i| i.same_content(id)) {
-                skipped.push(Skipped {
+            if let Some(twice) = out.ids.iter().flatten().find(|i| i.same_content(id)) {
+                out.skipped.push(Skipped {
                     path,
                     run: None,
                     was: twice.path.clone(),
                 });
                 continue;
             }
+            if let Some((r, was)) = silt_lake::imports::grown_from(p, id, done)? {
+                out.grown.push(Grown {
+                    path,
+                    run: (r.run.clone(), r.finished.clone()),
+                    was: was.path.clone(),
+                    imported_bytes: was.size,
+                    size: id.size,
+                });
+                continue;
+            }
         }
-        kept.push(input);
-        ids.push(id);
+        out.kept.push(input);
+        out.ids.push(id);
     }
-    Ok((kept, ids, skipped))
+    Ok(out)
 }
 
 /// The identities of the inputs that gave rows (checkpoint positions are input indexes: the
@@ -187,7 +230,12 @@ pub fn import_into(
     let replacements =
         silt_lake::remote::replace::recover_if_idle(remote, silt_lake::replace::RECORD_GRACE)?
             .unwrap_or_default();
-    let (kept, ids, skipped) = select_inputs(inputs, &log.runs()?, reimport)?;
+    let Selected {
+        kept,
+        ids,
+        skipped,
+        grown,
+    } = select_inputs(inputs, &log.runs()?, reimport)?;
     let journal = log.begin()?;
     let mut writer = writer.with_publisher(journal.publisher(staging.path()));
     let (_source, run) = pipeline.run(FileSource::new(kept), &mut writer, observer)?;
@@ -205,6 +253,7 @@ pub fn import_into(
         summary,
         run,
         skipped,
+        grown,
         recovered,
         replacements,
         run_id,

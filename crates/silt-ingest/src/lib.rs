@@ -33,7 +33,7 @@ pub mod registry;
 pub mod sink;
 pub mod source;
 
-pub use jobs::{Reimport, Skipped};
+pub use jobs::{Grown, Reimport, Skipped};
 pub use pipeline::{FormatChoice, Observer, Pipeline, Progress, RunReport, StreamReport};
 pub use source::file::{expand, FileSource, Input};
 pub use source::{Checkpoint, Source, SourceContext};

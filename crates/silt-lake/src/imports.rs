@@ -21,8 +21,10 @@
 //!   sees the dead run's rows once; after it, once.
 //!
 //! An input whose identity is in `done.ndjson` is skipped (with the run that imported it, so the
-//! user can tell); `--force` imports it again. Standard input and empty files have no identity
-//! and are always imported.
+//! user can tell); `--force` imports it again. An input whose start is an imported input's whole
+//! content (a log appended to since, [`grown_from`]) is not imported either, since its earlier
+//! rows would be in the lake twice; `--force` imports it whole. Standard input and empty files
+//! have no identity and are always imported.
 //!
 //! Touches only `<lake>/_silt/imports/` and, when recovering a dead run, the data files its
 //! journal lists.
@@ -93,6 +95,63 @@ impl InputIdentity {
     pub fn same_content(&self, other: &Self) -> bool {
         self.size == other.size && self.head == other.head && self.tail == other.tail
     }
+}
+
+/// The earlier input (and the run that imported it) whose content is the start of the file at
+/// `path`, which has grown since to the content `now` identifies: a log appended to after an
+/// import read it. Importing the file again would add the rows of that start a second time.
+///
+/// Checked as an identity is: the earlier input's first and last blocks (the whole of it up to
+/// 2 MiB) are where they were. Reads at most two blocks of `path` for each earlier input
+/// smaller than it that could be its start (the same first block), the newest run first.
+pub fn grown_from<'a>(
+    path: &Path,
+    now: &InputIdentity,
+    done: &'a [RunRecord],
+) -> anyhow::Result<Option<(&'a RunRecord, &'a InputIdentity)>> {
+    let mut first: Option<Vec<u8>> = None;
+    let mut f: Option<File> = None;
+    for r in done.iter().rev() {
+        for was in &r.inputs {
+            if was.size == 0 || was.size >= now.size {
+                continue;
+            }
+            // A start of 1 MiB or more has the same first block as `now`: no read needed to
+            // rule the rest out.
+            if was.size >= BLOCK && was.head != now.head {
+                continue;
+            }
+            let file = match &mut f {
+                Some(file) => file,
+                None => f.insert(
+                    File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+                ),
+            };
+            let head = match &first {
+                Some(b) => b,
+                None => {
+                    let mut b = vec![0u8; now.size.min(BLOCK) as usize];
+                    file.seek(SeekFrom::Start(0))?;
+                    file.read_exact(&mut b)?;
+                    first.insert(b)
+                }
+            };
+            let n = was.size.min(BLOCK) as usize;
+            if XxHash64::oneshot(0, &head[..n]) != was.head {
+                continue;
+            }
+            if was.size > BLOCK {
+                let mut b = vec![0u8; n];
+                file.seek(SeekFrom::Start(was.size - n as u64))?;
+                file.read_exact(&mut b)?;
+                if XxHash64::oneshot(0, &b) != was.tail {
+                    continue;
+                }
+            }
+            return Ok(Some((r, was)));
+        }
+    }
+    Ok(None)
 }
 
 /// One finished run, as `done.ndjson` keeps it.
@@ -638,6 +697,46 @@ mod tests {
         assert!(!ia.same_content(&InputIdentity::of_file(&b).unwrap().unwrap()));
         fs::write(&b, b"").unwrap();
         assert!(InputIdentity::of_file(&b).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_grown_input_is_found_by_its_imported_start() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("conn.log");
+        let run = |inputs: Vec<InputIdentity>| RunRecord {
+            run: "r1".into(),
+            finished: "then".into(),
+            inputs,
+            files: vec![],
+            wal_upto: None,
+            kafka: Default::default(),
+        };
+        // Small, then large (over 2 MiB: first and last blocks checked apart).
+        for len in [5_000usize, 2_500_000] {
+            let text: Vec<u8> = (0..len as u32 * 2).map(|i| (i % 253) as u8).collect();
+            fs::write(&p, &text[..len]).unwrap();
+            let was = InputIdentity::of_file(&p).unwrap().unwrap();
+            let done = vec![run(vec![was.clone()])];
+            fs::write(&p, &text).unwrap();
+            let now = InputIdentity::of_file(&p).unwrap().unwrap();
+            let (r, found) = grown_from(&p, &now, &done).unwrap().expect("grown");
+            assert_eq!((r.run.as_str(), found), ("r1", &was));
+            // Its start changed: the first block, or (large) the last block of what was read.
+            for at in [10, len - 10] {
+                let mut other = text.clone();
+                other[at] ^= 1;
+                fs::write(&p, &other).unwrap();
+                let now = InputIdentity::of_file(&p).unwrap().unwrap();
+                assert!(grown_from(&p, &now, &done).unwrap().is_none(), "{len} {at}");
+            }
+            // The same size is not growth (that is same_content's question), nor is shrinking.
+            fs::write(&p, &text[..len]).unwrap();
+            let same = InputIdentity::of_file(&p).unwrap().unwrap();
+            assert!(grown_from(&p, &same, &done).unwrap().is_none());
+            fs::write(&p, &text[..len - 1]).unwrap();
+            let less = InputIdentity::of_file(&p).unwrap().unwrap();
+            assert!(grown_from(&p, &less, &done).unwrap().is_none());
+        }
     }
 
     #[test]

@@ -39,11 +39,16 @@ silt import auto ./mixed/ --lake ./lake --store feather --codec lz4\n\n\
 with its raw text in <lake>/_rejects/. Use --strict to exit non-zero when anything was rejected.\n\n\
 Importing the same input twice does not duplicate rows: the lake records what each import consumed \
 (<lake>/_silt/imports/), inputs already imported are skipped with a message (--force imports them \
-again), and the next import cleans up after one that was killed.\n\n\
-Exit status: 0 all imported; 1 the import could not run (bad option, unreadable lake); 3 a table \
+again), and the next import cleans up after one that was killed. Standard input (-) cannot be \
+recognised again: it is imported every time.\n\n\
+Exit status: 0 all imported; 1 the import could not run (a value it cannot use, an unreadable \
+input or lake); 3 a table \
 could not be written (the other tables were, the summary says why); 4 an input gave no rows \
-(empty, not the format, every record rejected; --allow-empty accepts it); 2 lines were rejected \
-and --strict is set. The first that applies in this order: 1, 3, 4, 2."
+(empty, not the format, every record rejected; --allow-empty accepts it); 5 an input was not \
+imported because it grew since an earlier import read it (a log still being written: its earlier \
+rows would be in the lake twice; --force imports it whole, `silt serve --tail` follows such \
+logs); 2 lines were rejected and --strict is set, or the command line could not be parsed. The \
+first that applies in this order: 1, 3, 4, 5, 2."
     )]
     Import(ImportArgs),
     /// Run SQL over a lake. Tables are named as they read: zeek.conn, suricata.dns, ...
@@ -130,7 +135,10 @@ The format comes from --format, else the file extension (.json .ndjson .jsonl .m
 All inputs become one table, named by the first. Rows are sorted by --sort or the time column in bounded \
 memory: input in order (or out of order by less than about half of --sort-buffer) is written in \
 one pass; older rows are kept in temporary files and merged at the end. Records that \
-cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md."
+cannot be used are counted and kept in _rejects/ next to the output. See docs/logs.md.\n\n\
+Exit status: 0 written; 1 could not run; 4 the inputs gave no rows, so nothing was written (a file \
+already at the output path is left as it was; --allow-empty accepts it); 2 records were rejected \
+and --strict is set."
     )]
     Convert(ConvertArgs),
     /// Merge each partition's small files into files of a target size (sorted, with the same
@@ -338,6 +346,10 @@ pub struct ConvertArgs {
     /// Exit with status 2 if any record was rejected (everything valid is still written).
     #[arg(long)]
     pub strict: bool,
+    /// Exit with status 0 when the inputs gave no rows (nothing is written then); without it
+    /// that is status 4.
+    #[arg(long)]
+    pub allow_empty: bool,
     /// Do not show the progress bar.
     #[arg(long, short)]
     pub quiet: bool,

@@ -59,8 +59,13 @@ their inputs are imported again in full",
             println!("  ... and {} more", done.skipped.len() - SHOW);
         }
     }
-    if run.streams.is_empty() && !done.skipped.is_empty() {
-        println!("nothing new to import");
+    grown(&done.grown);
+    if run.streams.is_empty() && !(done.skipped.is_empty() && done.grown.is_empty()) {
+        if done.grown.is_empty() {
+            println!("nothing new to import");
+        } else {
+            println!("nothing imported");
+        }
         return;
     }
     println!("{s}");
@@ -82,6 +87,35 @@ their inputs are imported again in full",
     if s.total_events() > 0 {
         println!("lake: {}", lake.display());
     }
+}
+
+/// Inputs left out because they grew since an earlier run imported their start (to stderr:
+/// the import's exit status says that something was not imported).
+fn grown(grown: &[silt_ingest::Grown]) {
+    if grown.is_empty() {
+        return;
+    }
+    eprintln!(
+        "not imported: {} input(s) that grew since an earlier import read them; importing them \
+again would put the rows of what was read then in the lake twice:",
+        grown.len()
+    );
+    for g in grown {
+        let path = g.path.display().to_string();
+        let was = if g.was == path {
+            String::new()
+        } else {
+            format!(" (as {})", g.was)
+        };
+        eprintln!(
+            "  {path}: its first {} bytes of {} were imported by run {}{was}, {}",
+            g.imported_bytes, g.size, g.run.0, g.run.1
+        );
+    }
+    eprintln!(
+        "(to follow a log that is still being written, use `silt serve --tail`, which imports \
+each line once; --force imports these inputs whole, rows already in the lake included)"
+    );
 }
 
 fn fmt_ts(t: Option<i64>) -> String {

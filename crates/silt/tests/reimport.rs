@@ -80,6 +80,128 @@ fn a_second_import_skips_what_the_lake_holds_and_force_imports_again() {
 }
 
 #[test]
+fn a_log_that_grew_since_its_import_is_not_imported_again_without_force() {
+    let t = tempfile::tempdir().unwrap();
+    let logs = t.path().join("logs");
+    generate(&logs, "3000");
+    let log = logs.join("conn.log");
+    let whole = std::fs::read(&log).unwrap();
+    // The first import reads the log when it held the first half of its lines.
+    let cut = whole.len() / 2
+        + whole[whole.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    let grown = t.path().join("grown");
+    std::fs::create_dir(&grown).unwrap();
+    let path = grown.join("conn.log");
+    std::fs::write(&path, &whole[..cut]).unwrap();
+    let lake = t.path().join("lake");
+    ok(&["import", "zeek", p(&path), "--lake", p(&lake), "-q"]);
+    let first = rows(&lake);
+    // Zeek appended the rest.
+    std::fs::write(&path, &whole).unwrap();
+    let o = silt(&["import", "zeek", p(&path), "--lake", p(&lake), "-q"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(err.contains("grew since an earlier import"), "{err}");
+    assert!(
+        err.contains(&format!("its first {cut} bytes of {}", whole.len())),
+        "{err}"
+    );
+    assert!(
+        err.contains("silt serve --tail") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing imported"));
+    assert_eq!(
+        rows(&lake),
+        first,
+        "the imported half must not be added again"
+    );
+    // A log that merely starts alike (its first lines changed) is a new input.
+    let mut other = whole.clone();
+    let at = other.iter().position(|&b| b == b'\n').unwrap() + 10;
+    other[at] = if other[at] == b'x' { b'y' } else { b'x' };
+    let elsewhere = t.path().join("other.log");
+    std::fs::write(&elsewhere, &other).unwrap();
+    let o = silt(&["import", "zeek", p(&elsewhere), "--lake", p(&lake), "-q"]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("grew since"));
+    // --force imports the grown log whole.
+    let lake2 = t.path().join("lake2");
+    ok(&["import", "zeek", p(&path), "--lake", p(&lake2), "-q"]);
+    let full = conn_fingerprint(&lake2);
+    ok(&[
+        "import",
+        "zeek",
+        p(&grown),
+        "--lake",
+        p(&lake2),
+        "-q",
+        "--force",
+    ]);
+    let n = |fp: &str| {
+        fp.lines()
+            .last()
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(n(&conn_fingerprint(&lake2)), 2 * n(&full));
+}
+
+#[test]
+fn an_empty_directory_or_an_empty_conversion_is_an_error() {
+    let t = tempfile::tempdir().unwrap();
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(empty.join(".hidden")).unwrap();
+    std::fs::write(empty.join(".hidden/conn.log"), b"x").unwrap();
+    let o = silt(&[
+        "import",
+        "zeek",
+        p(&empty),
+        "--lake",
+        p(&t.path().join("lake")),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds no files to read"), "{err}");
+    // convert: inputs without rows write nothing, keep an earlier output, and say so (exit 4).
+    let out = t.path().join("out.parquet");
+    std::fs::write(&out, b"earlier").unwrap();
+    let nothing = t.path().join("nothing.json");
+    std::fs::write(&nothing, b"").unwrap();
+    let o = silt(&[
+        "convert",
+        p(&nothing),
+        "--format",
+        "json",
+        "-o",
+        p(&out),
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("is left as it was"), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"earlier");
+    let o = silt(&[
+        "convert",
+        p(&nothing),
+        "--format",
+        "json",
+        "-o",
+        p(&out),
+        "-q",
+        "--allow-empty",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
 fn an_input_that_gave_no_rows_is_not_recorded_as_imported() {
     let t = tempfile::tempdir().unwrap();
     let logs = t.path().join("eve");

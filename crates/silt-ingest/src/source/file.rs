@@ -95,7 +95,8 @@ impl<R: Read> Read for Counting<R> {
 }
 
 /// Expands command-line arguments into inputs: `-` is stdin, a directory is walked recursively
-/// (files sorted by path, names starting with `.` skipped), a file is itself.
+/// (files sorted by path, names starting with `.` skipped; a directory with no file is an
+/// error), a file is itself.
 pub fn expand(args: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
     let mut out = Vec::new();
     for a in args {
@@ -104,6 +105,12 @@ pub fn expand(args: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
         } else if a.is_dir() {
             let mut files = Vec::new();
             walk(a, &mut files)?;
+            anyhow::ensure!(
+                !files.is_empty(),
+                "{}: the directory holds no files to read (names starting with '.' are skipped); \
+give a directory with logs in it, or the files themselves",
+                a.display()
+            );
             files.sort();
             out.extend(files.into_iter().map(Input::File));
         } else if a.exists() {

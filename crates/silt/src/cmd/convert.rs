@@ -66,10 +66,22 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
         if let Some(p) = &s.rejects_file {
             println!("rejected records kept in {}", p.display());
         }
-        if a.strict {
-            eprintln!("error: records were rejected and --strict is set");
-            return Ok(2);
-        }
+    }
+    if s.file.is_none() && !a.allow_empty {
+        let kept = if output.exists() {
+            format!(" ({} is left as it was)", output.display())
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "error: the inputs gave no rows, so no file was written{kept}: give the right \
+--format (`silt convert --help` lists them); --allow-empty accepts inputs without rows"
+        );
+        return Ok(4);
+    }
+    if s.rejects > 0 && a.strict {
+        eprintln!("error: records were rejected and --strict is set");
+        return Ok(2);
     }
     Ok(0)
 }

@@ -1,6 +1,7 @@
 //! `silt import`: inputs into a lake through `silt_ingest` (format registry, file source,
 //! pipeline, lake writer), with a progress bar, a summary and the exit status the help text
-//! documents (0, or 3 a table failed, 4 an input gave no rows, 2 rejects under --strict).
+//! documents (0, or 3 a table failed, 4 an input gave no rows, 5 an input grew since an earlier
+//! import read it, 2 rejects under --strict).
 
 use crate::cli::ImportArgs;
 use crate::{opts, progress, render};
@@ -61,6 +62,9 @@ pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
             "(give the right format, see `silt import --help`; --allow-empty accepts inputs without rows)"
         );
         return Ok(4);
+    }
+    if !done.grown.is_empty() {
+        return Ok(5);
     }
     if a.strict && s.total_rejects() > 0 {
         eprintln!(
