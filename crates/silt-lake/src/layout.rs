@@ -177,9 +177,20 @@ pub struct DataFile {
 
 /// The data files below a table directory (see the module documentation), sorted by path; an
 /// empty list when the directory does not exist.
+///
+/// A listing is one moment's: a file or partition directory that vanishes while it is walked (a
+/// compaction removed its inputs, retention moved a partition away) makes the walk start over.
+/// Skipping the vanished file alone would be wrong: a compaction renames its output in before
+/// it removes its inputs, so a walk that found the inputs gone may have listed their directory
+/// before the output came, and would leave the rows of both out.
 pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
-    fn walk(d: &Path, out: &mut Vec<DataFile>) -> anyhow::Result<()> {
-        let rd = std::fs::read_dir(d).with_context(|| format!("cannot list {}", d.display()))?;
+    /// `Ok(false)`: something listed vanished before it was looked at.
+    fn walk(d: &Path, out: &mut Vec<DataFile>) -> anyhow::Result<bool> {
+        let rd = match std::fs::read_dir(d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e).with_context(|| format!("cannot list {}", d.display())),
+        };
         for e in rd {
             let e = e.with_context(|| format!("cannot list {}", d.display()))?;
             let name = e.file_name();
@@ -192,10 +203,17 @@ pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
                 .file_type()
                 .with_context(|| format!("cannot stat {}", p.display()))?;
             if ft.is_dir() {
-                walk(&p, out)?;
+                if !walk(&p, out)? {
+                    return Ok(false);
+                }
             } else if let Some(store) = StoreKind::from_path(&p) {
-                // A file removed between listing and stat (a concurrent compaction) is not data.
-                let Ok(md) = e.metadata() else { continue };
+                let md = match e.metadata() {
+                    Ok(md) => md,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot stat {}", p.display()))
+                    }
+                };
                 out.push(DataFile {
                     path: p,
                     bytes: md.len(),
@@ -203,11 +221,22 @@ pub fn data_files(table_dir: &Path) -> anyhow::Result<Vec<DataFile>> {
                 });
             }
         }
-        Ok(())
+        Ok(true)
     }
+    /// Walks that may start over before the table is reported as changing too fast to list.
+    const ATTEMPTS: usize = 50;
     let mut out = Vec::new();
-    if table_dir.is_dir() {
-        walk(table_dir, &mut out)?;
+    for attempt in 1.. {
+        out.clear();
+        if !table_dir.is_dir() || walk(table_dir, &mut out)? {
+            break;
+        }
+        anyhow::ensure!(
+            attempt < ATTEMPTS,
+            "the files of {} kept vanishing while they were listed ({ATTEMPTS} tries): is a \
+compaction or retention removing them? Try again once it has finished",
+            table_dir.display()
+        );
     }
     // Files a committed compaction replaced are not data any more (crate::replace): the
     // listing comes first, the records after, so a replacement is seen whole or not at all.

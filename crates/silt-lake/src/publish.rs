@@ -37,6 +37,11 @@ impl PendingFile {
         let temp_path = layout::temp_path(&final_path);
         let f = File::create(&temp_path)
             .with_context(|| format!("cannot create {}", temp_path.display()))?;
+        // Held until the file is closed (renamed into place or abandoned): `silt vacuum` and
+        // retention tell a live writer's file from a dead one's by it ([`in_use`]), since a
+        // writer may leave its file untouched for as long as its rows wait in a sort buffer.
+        // A file system without `flock` leaves them the file's age to go by.
+        let _ = f.try_lock();
         Ok((
             Self {
                 table,
@@ -51,6 +56,13 @@ impl PendingFile {
     pub fn abandon(self) {
         let _ = fs::remove_file(&self.temp_path);
     }
+}
+
+/// Whether the temporary file at `path` is held by a live writer ([`PendingFile::create`]
+/// locks it for as long as it writes). `false` when the lock is free, the file is gone, or the
+/// file system cannot lock.
+pub fn in_use(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
 }
 
 /// A file that is now part of its table.

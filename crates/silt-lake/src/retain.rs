@@ -240,7 +240,7 @@ fn contents(dir: &Path, now: SystemTime) -> (usize, u64, bool) {
                     .ok()
                     .and_then(|m| now.duration_since(m).ok())
                     .unwrap_or_default();
-                busy |= age < BUSY;
+                busy |= age < BUSY || crate::publish::in_use(&e.path());
             } else if !layout::is_hidden(&name) {
                 n += 1;
                 bytes += md.len();
@@ -263,6 +263,12 @@ pub fn retain_with(
     now: SystemTime,
     before_drop: &mut dyn FnMut(&Path),
 ) -> anyhow::Result<RetainReport> {
+    // Before the lock, which would create `_silt/` in a mistyped path.
+    anyhow::ensure!(
+        root.is_dir(),
+        "lake {} is not a directory: give the --lake an import wrote",
+        root.display()
+    );
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = RetainReport::default();
     let tables = layout::tables(root)?;

@@ -4,8 +4,10 @@
 //!   [`crate::imports`]): their inputs import again, or the server replays its log;
 //! - inputs a committed compaction replaced that a crash left behind, and replacement records
 //!   past the grace period ([`crate::replace::recover`]);
-//! - temporary files (`.*.inprogress`) not modified within the grace period: a writer that died
-//!   left them (a live writer appends to its file all the time);
+//! - temporary files (`.*.inprogress`) not modified within the grace period and not locked: a
+//!   writer that died left them (a live writer holds a lock on its file,
+//!   [`crate::publish::in_use`], and may leave it untouched for long while its rows wait in a
+//!   sort buffer, as a slow standard input's do);
 //! - the retention trash (`_silt/trash/`), and partition directories left empty, also after the
 //!   grace period (a writer may have just created one).
 //!
@@ -157,6 +159,7 @@ fn sweep(
         if name.starts_with('.')
             && name.ends_with(layout::IN_PROGRESS_SUFFIX)
             && age(&md, now) >= opts.grace
+            && !crate::publish::in_use(&p)
         {
             rep.temp_files += 1;
             rep.temp_bytes += md.len();
@@ -217,5 +220,30 @@ mod tests {
         assert!(!part.join(".b.parquet.inprogress").exists());
         assert!(!t.join("dt=2024-01-02").exists());
         assert!(t.is_dir());
+    }
+
+    #[test]
+    fn a_live_writers_temporary_file_stays_however_old() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let final_path = root.join("zeek.conn/dt=2024-01-01/a.parquet");
+        let (pending, w) = crate::publish::PendingFile::create(
+            silt_core::TableName::parse("zeek.conn").unwrap(),
+            final_path,
+        )
+        .unwrap();
+        let opts = VacuumOptions {
+            grace: Duration::ZERO,
+            dry_run: false,
+        };
+        let later = SystemTime::now() + Duration::from_secs(7200);
+        let rep = vacuum(root, &opts, later).unwrap();
+        assert_eq!(rep.temp_files, 0);
+        assert!(pending.temp_path.exists());
+        // The writer died (its file closed, the lock gone): the file goes.
+        drop(w);
+        let rep = vacuum(root, &opts, later).unwrap();
+        assert_eq!(rep.temp_files, 1);
+        assert!(!pending.temp_path.exists());
     }
 }

@@ -169,6 +169,25 @@ impl TableIndex {
         self.files.iter().map(|f| f.size).sum()
     }
 
+    /// The table's partitioning as its files are placed: `None` when no file tells (no files,
+    /// or only files of the null partition).
+    pub fn partitioning_of_files(&self) -> Option<silt_lake::Partitioning> {
+        use silt_lake::Partitioning as P;
+        self.files.iter().find_map(|f| {
+            if f.month.is_some() {
+                Some(P::Month)
+            } else if f.hour.is_some() {
+                Some(P::Hour)
+            } else if f.dt.is_some() {
+                Some(P::Day)
+            } else if f.path.parent() == Some(self.dir.as_path()) {
+                Some(P::None)
+            } else {
+                None
+            }
+        })
+    }
+
     pub fn total_row_groups(&self) -> usize {
         self.files
             .iter()
@@ -411,23 +430,36 @@ impl LakeIndex {
     }
 }
 
+/// A table's index from its files' footers. A file that cannot be read is left out with a
+/// warning, unless it is gone: removed since the listing by a compaction (which renamed its
+/// output in first) or a retention in another process, which a new listing sees whole, so
+/// the table is listed again (leaving the file out would leave its rows out of every answer).
 fn scan_table(
     name: TableName,
     dir: &Path,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Option<TableIndex>> {
-    let paths: Vec<(PathBuf, FileFormat)> = silt_lake::layout::data_files(dir)?
-        .into_iter()
-        .map(|f| (f.path, f.store))
-        .collect();
-    let mut files = Vec::with_capacity(paths.len());
-    for ((path, _), info) in paths.iter().zip(read_all(dir, &paths)) {
-        match info {
-            Ok(f) => files.push(f),
-            Err(e) => warnings.push(format!("skipped {}: {e:#}", path.display())),
+    /// Listings that may be made again before a file gone is reported like a damaged one.
+    const ATTEMPTS: usize = 20;
+    let mut attempt = 0;
+    'list: loop {
+        attempt += 1;
+        let paths: Vec<(PathBuf, FileFormat)> = silt_lake::layout::data_files(dir)?
+            .into_iter()
+            .map(|f| (f.path, f.store))
+            .collect();
+        let mut files = Vec::with_capacity(paths.len());
+        let mut skipped = Vec::new();
+        for ((path, _), info) in paths.iter().zip(read_all(dir, &paths)) {
+            match info {
+                Ok(f) => files.push(f),
+                Err(_) if attempt < ATTEMPTS && !path.exists() => continue 'list,
+                Err(e) => skipped.push(format!("skipped {}: {e:#}", path.display())),
+            }
         }
+        warnings.extend(skipped);
+        return Ok(assemble_table(name, dir, files));
     }
-    Ok(assemble_table(name, dir, files))
 }
 
 impl LakeIndex {

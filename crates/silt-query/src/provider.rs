@@ -70,6 +70,7 @@ use crate::lake::{DataFile, FileBounds, FileFormat, TableIndex, TimeBounds};
 use crate::stats::{ScanLog, ScanNote};
 use crate::timefilter::time_range;
 use silt_lake::remote::RemoteLake;
+use silt_lake::Partitioning;
 
 /// Name of the date partition column.
 pub const DT: &str = "dt";
@@ -89,6 +90,8 @@ pub struct SiltTable {
     part_fields: Vec<FieldRef>,
     /// Rows in no file yet, each batch in its own schema (see [`SiltTable::with_tail`]).
     tail: Vec<RecordBatch>,
+    /// How the writer will place the tail's rows, when the table's partitioning is decided.
+    tail_placed: Option<Partitioning>,
     /// Whether predicates may be evaluated inside the Parquet decoder for this table
     /// (see [`crate::adapter::pushdown_safe`]).
     pushdown_safe: bool,
@@ -133,6 +136,7 @@ impl SiltTable {
             schema,
             part_fields,
             tail: Vec::new(),
+            tail_placed: None,
             pushdown_safe,
         }
     }
@@ -141,10 +145,17 @@ impl SiltTable {
     /// `tail`, which are in no file yet: the columns are the files' and the tail's unified (as
     /// files of different shapes are), so a field that so far only arrived in memory is
     /// queryable at once.
+    ///
+    /// `placed`: the table's partitioning, once decided (its files, or the lake's record of the
+    /// table): the tail's `dt`, `hour` and `month` are then what its files will hold (null where
+    /// the partitioning has no such directory), so a query's answer does not change when the
+    /// rows are flushed. Undecided (a new table whose writer has not chosen yet), they are worked
+    /// out from the event time as for hour partitions (`month` too, where the table has it).
     pub fn with_tail(
         name: silt_core::TableName,
         index: Option<Arc<TableIndex>>,
         tail: Vec<RecordBatch>,
+        placed: Option<Partitioning>,
     ) -> Self {
         let mut schema: Option<Schema> = index.as_ref().map(|i| i.file_schema.as_ref().clone());
         for b in &tail {
@@ -178,13 +189,14 @@ impl SiltTable {
                 file_schema: schema.clone(),
                 time_column,
                 remote: None,
-                has_month: false,
+                has_month: placed == Some(Partitioning::Month),
                 pushdown_safe: true,
                 footers: None,
             })
         });
         let mut t = Self::with_schema(index, schema);
         t.tail = tail;
+        t.tail_placed = placed;
         t
     }
 
@@ -207,7 +219,13 @@ impl SiltTable {
             let mut cols = b.columns().to_vec();
             let ts = time.and_then(|c| b.column_by_name(c)).cloned();
             for p in &self.part_fields {
-                cols.push(tail_partition_column(p.name(), ts.as_ref(), b.num_rows())?);
+                let placed = self.tail_placed;
+                cols.push(tail_partition_column(
+                    p.name(),
+                    ts.as_ref(),
+                    b.num_rows(),
+                    placed,
+                )?);
             }
             batches.push(RecordBatch::try_new(self.schema.clone(), cols)?);
         }
@@ -626,9 +644,24 @@ impl TableProvider for SiltTable {
 }
 
 /// The partition column `name` (`dt`, `hour` or `month`) of rows in no file yet, from their event
-/// time `ts` (UTC), as the writer would place them; null where the time is null or missing.
-fn tail_partition_column(name: &str, ts: Option<&ArrayRef>, rows: usize) -> Result<ArrayRef> {
+/// time `ts` (UTC), as the writer will place them with the partitioning `placed` (see
+/// [`SiltTable::with_tail`]); null where the time is null or missing, or where `placed` has no
+/// such directory.
+fn tail_partition_column(
+    name: &str,
+    ts: Option<&ArrayRef>,
+    rows: usize,
+    placed: Option<Partitioning>,
+) -> Result<ArrayRef> {
     use arrow::datatypes::TimeUnit;
+    let has = match placed {
+        None => true,
+        Some(Partitioning::Hour) => name == DT || name == HOUR,
+        Some(Partitioning::Day) => name == DT,
+        Some(Partitioning::Month) => name == MONTH,
+        Some(Partitioning::None) => false,
+    };
+    let ts = ts.filter(|_| has);
     let micros: Vec<Option<i64>> = match ts.map(|a| (a, a.data_type().clone())) {
         Some((a, DataType::Timestamp(unit, _))) => {
             let a = arrow::compute::cast(a, &DataType::Timestamp(unit, None))?;
@@ -683,4 +716,50 @@ pub(crate) fn object_meta(remote: Option<&RemoteLake>, f: &DataFile) -> Result<O
         e_tag: None,
         version: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::TimestampMicrosecondArray;
+
+    #[test]
+    fn a_tails_partition_columns_are_what_its_files_will_hold() {
+        // 2024-03-24 17:00:00 UTC, and a null time.
+        let ts: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![Some(1_711_299_600_000_000), None])
+                .with_timezone("UTC"),
+        );
+        let col = |name: &str, placed| {
+            let a = tail_partition_column(name, Some(&ts), 2, placed).unwrap();
+            let f = arrow::util::display::ArrayFormatter::try_new(a.as_ref(), &Default::default())
+                .unwrap();
+            let v = f.value(0).to_string();
+            v
+        };
+        use Partitioning as P;
+        // Undecided: from the time, as for hour partitions.
+        assert_eq!(
+            (col(DT, None), col(HOUR, None)),
+            ("2024-03-24".into(), "17".into())
+        );
+        assert_eq!(
+            (col(DT, Some(P::Hour)), col(HOUR, Some(P::Hour))),
+            ("2024-03-24".into(), "17".into())
+        );
+        assert_eq!(
+            (col(DT, Some(P::Day)), col(HOUR, Some(P::Day))),
+            ("2024-03-24".into(), "".into())
+        );
+        assert_eq!(
+            (col(DT, Some(P::Month)), col(MONTH, Some(P::Month))),
+            ("".into(), "2024-03".into())
+        );
+        assert_eq!(
+            (col(DT, Some(P::None)), col(HOUR, Some(P::None))),
+            ("".into(), "".into())
+        );
+        let a = tail_partition_column(DT, Some(&ts), 2, Some(P::Day)).unwrap();
+        assert!(a.is_null(1));
+    }
 }

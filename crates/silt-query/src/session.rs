@@ -40,6 +40,17 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// The partitioning the lake's record of `table` holds (a local lake's; `None` without one).
+fn recorded_partitioning(index: &LakeIndex, table: &TableName) -> Option<silt_lake::Partitioning> {
+    if index.remote.is_some() {
+        return None;
+    }
+    silt_lake::granularity::read_record(&index.root, table)
+        .ok()
+        .flatten()
+        .and_then(|r| r.partitioning().ok())
+}
+
 /// Opens the lake at `lake` for SQL.
 pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
     SiltSession::open(lake).await
@@ -50,6 +61,16 @@ pub async fn open(lake: &Path) -> anyhow::Result<SiltSession> {
 /// store, where each footer is a request the first time) reads no other table's footers.
 pub async fn open_for(lake: &Path, sql: &str) -> anyhow::Result<SiltSession> {
     SiltSession::open_tables(lake, tables_named(sql)).await
+}
+
+/// Whether `e` is a lake file gone when the query went to read it: listed, then removed by a
+/// `silt compact` (its inputs, once the merged file is in place) or a `silt retain` running in
+/// another process. The lake listed again is whole, so the query can run again.
+pub fn lost_a_file(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let s = c.to_string();
+        s.contains("Object at location") && s.contains("not found")
+    })
 }
 
 /// DataFusion's "table 'datafusion.zeek.nope' not found" said as what is wrong and what there
@@ -331,7 +352,13 @@ impl SiltSession {
             };
             let files = index.tables.get(&name).cloned();
             let table = match tails.remove(&name) {
-                Some(tail) if !tail.is_empty() => SiltTable::with_tail(name.clone(), files, tail),
+                Some(tail) if !tail.is_empty() => {
+                    let placed = files
+                        .as_ref()
+                        .and_then(|f| f.partitioning_of_files())
+                        .or_else(|| recorded_partitioning(&index, &name));
+                    SiltTable::with_tail(name.clone(), files, tail, placed)
+                }
                 _ => match files {
                     Some(f) => SiltTable::new(f),
                     None => continue,

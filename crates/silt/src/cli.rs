@@ -211,7 +211,7 @@ pub struct RetainArgs {
     #[arg(long, value_parser = crate::opts::lake_path)]
     pub lake: PathBuf,
     /// Keep this much (e.g. 30d, 12h) of every table not given its own window.
-    #[arg(long, value_parser = crate::units::parse_duration)]
+    #[arg(long, value_parser = crate::units::parse_window)]
     pub keep: Option<std::time::Duration>,
     /// A table's own window, TABLE=DURATION (repeatable), e.g. suricata.flow=7d.
     #[arg(long, value_name = "TABLE=DURATION")]
@@ -674,7 +674,7 @@ pub struct ServeArgs {
     pub compact_older_than: std::time::Duration,
     /// Drop partitions older than this (e.g. 30d), as `silt retain --keep` does, at every
     /// --compact-every (hourly without it).
-    #[arg(long, value_parser = crate::units::parse_duration)]
+    #[arg(long, value_parser = crate::units::parse_window)]
     pub keep: Option<std::time::Duration>,
     /// A table's own retention window, TABLE=DURATION (repeatable), e.g. suricata.flow=7d.
     #[arg(long, value_name = "TABLE=DURATION")]

@@ -315,7 +315,7 @@ pub fn retention_windows(
         let t = TableName::parse(t)
             .ok_or_else(|| anyhow::anyhow!("{flag} {spec:?}: use module.type, e.g. zeek.conn"))?;
         let d =
-            crate::units::parse_duration(d).map_err(|e| anyhow::anyhow!("{flag} {spec:?}: {e}"))?;
+            crate::units::parse_window(d).map_err(|e| anyhow::anyhow!("{flag} {spec:?}: {e}"))?;
         out.insert(t, d);
     }
     Ok(out)

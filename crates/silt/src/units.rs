@@ -59,9 +59,31 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// A retention window (`--keep 30d`): a duration whose unit is given. A bare number would be
+/// seconds, and `--keep 30` meant as 30 days would drop nearly everything.
+pub fn parse_window(s: &str) -> Result<std::time::Duration, String> {
+    match number_and_unit(s) {
+        Some((_, "")) => Err(format!(
+            "{s:?} has no unit: give the window with one, e.g. {s}d for days or {s}h for hours"
+        )),
+        _ => parse_duration(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_need_a_unit() {
+        assert_eq!(
+            parse_window("30d"),
+            Ok(std::time::Duration::from_secs(30 * 86400))
+        );
+        let e = parse_window("30").unwrap_err();
+        assert!(e.contains("no unit") && e.contains("30d"), "{e}");
+        assert!(parse_window("30x").is_err());
+    }
 
     #[test]
     fn durations() {

@@ -33,13 +33,16 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
             lake.display()
         );
     }
-    let dbs = crate::opts::databases(&a.lookup)?;
+    let dbs = std::sync::Arc::new(crate::opts::databases(&a.lookup)?.unwrap_or_default());
     let rt = silt_query::runtime()?;
-    let mut session = rt
-        .block_on(silt_query::open_for(&lake, &a.sql))?
-        .allow_write(a.allow_write);
-    // Registered without databases too: asn(), rdns(), ... then say which option they need.
-    session = session.with_lookups(std::sync::Arc::new(dbs.unwrap_or_default()));
+    let open = || -> anyhow::Result<silt_query::SiltSession> {
+        let session = rt
+            .block_on(silt_query::open_for(&lake, &a.sql))?
+            .allow_write(a.allow_write);
+        // Registered without databases too: asn(), rdns(), ... then say which option they need.
+        Ok(session.with_lookups(dbs.clone()))
+    };
+    let mut session = open()?;
     for w in session.warnings() {
         eprintln!("warning: {w}");
     }
@@ -49,21 +52,52 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         format,
         OutputFormat::Csv | OutputFormat::Json | OutputFormat::Ndjson
     );
-    let run = |out: &mut dyn Write| -> anyhow::Result<(u64, silt_query::ScanStats)> {
-        rt.block_on(async {
-            if streaming {
-                session.query_to_writer(&a.sql, format, out).await
-            } else {
-                let r = session.query(&a.sql).await?;
-                r.write(format, out)?;
-                Ok((r.num_rows() as u64, r.stats))
+    let mut run = |out: &mut dyn Write| -> anyhow::Result<(u64, silt_query::ScanStats)> {
+        // A file listed and then removed by a compaction or retention in another process: the
+        // lake listed again is whole, so the query runs again, as long as nothing was written.
+        // A compaction commits a group every few milliseconds, so a query may have to wait
+        // until it is done: for up to a minute, with pauses that grow to a second.
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            let mut counted = Counted { out, bytes: 0 };
+            let res = rt.block_on(async {
+                if streaming {
+                    session.query_to_writer(&a.sql, format, &mut counted).await
+                } else {
+                    let r = session.query(&a.sql).await?;
+                    r.write(format, &mut counted)?;
+                    Ok((r.num_rows() as u64, r.stats))
+                }
+            });
+            match res {
+                Err(e)
+                    if silt_query::lost_a_file(&e)
+                        && counted.bytes == 0
+                        && started.elapsed() < std::time::Duration::from_secs(60) =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                    session = open()?;
+                }
+                Err(e) if silt_query::lost_a_file(&e) => {
+                    return Err(e.context(
+                        "a file of the lake was removed while the query read it (a `silt compact` \
+or `silt retain` running?): run the query again",
+                    ))
+                }
+                // The session opened only the tables the SQL names: the lake is listed again.
+                Err(e) => {
+                    let tables = silt_lake::remote::LakeRoot::open(&lake).and_then(|l| l.tables());
+                    return Err(silt_query::explain_missing_table(
+                        e,
+                        &lake.display().to_string(),
+                        tables,
+                    ));
+                }
+                Ok(r) => return Ok(r),
             }
-        })
-        // The session opened only the tables the SQL names: the lake is listed again.
-        .map_err(|e| {
-            let tables = silt_lake::remote::LakeRoot::open(&lake).and_then(|l| l.tables());
-            silt_query::explain_missing_table(e, &lake.display().to_string(), tables)
-        })
+        }
     };
     let (rows, stats) = match &a.output {
         Some(path) => {
@@ -103,6 +137,24 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         eprintln!("{stats}");
     }
     Ok(0)
+}
+
+/// A writer that counts what it was given (a query is only run again while nothing was).
+struct Counted<'a> {
+    out: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// `--server`: the query runs on a `silt serve` (its `/v1/query`, Arrow IPC on the wire), and
