@@ -91,6 +91,10 @@ pub trait Emit {
     /// along the way (flow-export sequence gaps, data held for a template that never came).
     /// Decoders send them when the stream ends.
     fn note(&mut self, _line: String) {}
+    /// The stream gave something other streams of the run use, though maybe no rows: a capture
+    /// of NetFlow/IPFIX templates for the data captures after it. An input that gave no rows
+    /// but this is not "nothing imported".
+    fn useful(&mut self) {}
 }
 
 /// An [`Emit`] that keeps everything in memory; for tests and small tools.

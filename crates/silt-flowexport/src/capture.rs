@@ -5,10 +5,12 @@
 //! types as for `pcap.packet`) and gives it to a [`Collector`]; the frame number is the
 //! reject's line, as in tshark.
 //!
-//! The captures of one import share their NetFlow/IPFIX templates ([`CaptureOptions::templates`]):
-//! give a template capture before the data captures that need it, as a collector would see them
-//! (data sets that arrive before their template are held and decoded when it comes, within the
-//! same capture; at the end of each capture what is still held is counted as unknown-template).
+//! The captures of one import share their NetFlow/IPFIX templates ([`CaptureOptions::templates`])
+//! and the data sets that arrived before their template: a data capture read before the template
+//! capture it needs (a directory is read in name order, `data.pcap` before `template.pcap`) has
+//! its data decoded when the template comes (bounded as in one stream). What no capture of the
+//! import brings a template for is reported at the end of each capture as still waiting. A
+//! capture that brought templates but no flows is not "nothing imported" ([`Emit::useful`]).
 //!
 //! Which frames: UDP datagrams to `--port` (any port by default). A frame that is not an
 //! unfragmented UDP datagram (or is to another port) is not flow export: it is counted and the
@@ -107,7 +109,9 @@ pub fn decoder(
             protocol,
             port: c.port,
             collector: Some(
-                Collector::new(protocol, source, fo).with_templates(c.templates.clone()),
+                Collector::new(protocol, source, fo)
+                    .with_templates(c.templates.clone())
+                    .holding_across_streams(),
             ),
             worker: None,
             chunk: Chunk::default(),
@@ -201,11 +205,11 @@ impl Recorded {
 }
 
 /// A job done: what it emitted, the chunk's buffers to fill again, and at the end of the
-/// stream the collector's report.
+/// stream the collector's report (and whether the stream brought templates).
 struct Done {
     emitted: Recorded,
     spare: Option<Chunk>,
-    report: Option<Vec<String>>,
+    report: Option<(Vec<String>, bool)>,
 }
 
 /// The decoding thread of one capture.
@@ -334,7 +338,7 @@ fn run_job(c: &mut Collector, job: Job) -> anyhow::Result<Done> {
             Ok(Done {
                 emitted: out,
                 spare: None,
-                report: Some(c.report()),
+                report: Some((c.report(), c.serves_later_streams())),
             })
         }
     }
@@ -371,7 +375,7 @@ impl FlowFrames {
     }
 
     /// Hands what a finished job emitted on; returns its report, if it had one.
-    fn take(&mut self, d: Done, out: &mut dyn Emit) -> anyhow::Result<Option<Vec<String>>> {
+    fn take(&mut self, d: Done, out: &mut dyn Emit) -> anyhow::Result<Option<(Vec<String>, bool)>> {
         if let Some(c) = d.spare {
             self.spare.push(c);
         }
@@ -402,10 +406,10 @@ impl FlowFrames {
     }
 
     /// Sends `job` after the chunk in progress and hands on everything up to its result.
-    fn finish_jobs(&mut self, job: Job, out: &mut dyn Emit) -> anyhow::Result<Vec<String>> {
+    fn finish_jobs(&mut self, job: Job, out: &mut dyn Emit) -> anyhow::Result<(Vec<String>, bool)> {
         self.send_chunk(out)?;
         self.worker()?.send(job)?;
-        let mut report = Vec::new();
+        let mut report = (Vec::new(), false);
         while let Some(d) = self.worker.as_mut().expect("started above").next(true)? {
             if let Some(r) = self.take(d, out)? {
                 report = r;
@@ -475,7 +479,10 @@ impl FrameHandler for FlowFrames {
             self.finish_jobs(Job::Flush { end: false }, out)?;
             return Ok(());
         }
-        let report = self.finish_jobs(Job::Flush { end: true }, out)?;
+        let (report, templates) = self.finish_jobs(Job::Flush { end: true }, out)?;
+        if templates {
+            out.useful();
+        }
         let what = match self.protocol {
             Protocol::Sflow => "sflow",
             Protocol::Netflow => "netflow",

@@ -262,6 +262,9 @@ pub struct Collector {
     /// Templates, options and held data per exporter/domain; shared by the streams of one
     /// import (see [`SharedTemplates`]).
     netflow: SharedTemplates,
+    /// Data held for a template outlives this stream: a later capture of the import may bring
+    /// the template ([`Collector::holding_across_streams`]).
+    hold_across_streams: bool,
     sflow: sflow::SflowRows,
     /// `sequences` keys of sFlow agents (agent address, sub-agent).
     sflow_seq_keys: std::collections::HashMap<(IpAddr, u32), String>,
@@ -297,6 +300,7 @@ impl Collector {
             },
             stats: FlowExportStats::default(),
             netflow: SharedTemplates::default(),
+            hold_across_streams: false,
             sflow: sflow::SflowRows::default(),
             sflow_seq_keys: Default::default(),
             flows: Vec::new(),
@@ -467,10 +471,34 @@ impl Collector {
     }
 
     /// The end of the stream: data sets still waiting for a template are counted as dropped
-    /// (unknown template), and every buffered row is emitted.
+    /// (unknown template), unless they outlive it ([`Collector::holding_across_streams`]: the
+    /// report then says how many still wait), and every buffered row is emitted.
     pub fn finish(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
-        self.netflow.lock().drain_held(&mut self.stats);
+        let mut state = self.netflow.lock();
+        if self.hold_across_streams {
+            let (sets, _) = state.held();
+            if sets > 0 {
+                self.stats.note(format!(
+                    "{sets} data sets wait for a template no capture so far brought: a later \
+capture of this import that brings it decodes them, else they are lost (give template captures \
+first)"
+                ));
+            }
+        } else {
+            state.drain_held(&mut self.stats);
+        }
+        drop(state);
         self.flush(out)
+    }
+
+    /// Whether this stream served the streams after it, rows or not: it received NetFlow v9 or
+    /// IPFIX templates or options records (sampling rates, interface names for the flows that
+    /// follow), or left data sets for a template a later capture brings (their rows then come
+    /// with that capture). A capture of templates alone gives no rows, yet it is not "nothing
+    /// imported".
+    pub fn serves_later_streams(&self) -> bool {
+        let s = &self.stats;
+        s.templates + s.options_templates + s.options_records + s.held_sets > 0
     }
 
     /// Human lines for the import summary.
@@ -566,6 +594,13 @@ impl Collector {
     /// collectors (the captures of one import: a template capture, then its data captures).
     pub fn with_templates(mut self, templates: SharedTemplates) -> Self {
         self.netflow = templates;
+        self
+    }
+
+    /// Data held for a template stays in the shared templates when this stream ends, for the
+    /// next stream sharing them (the captures of one import, read one after the other).
+    pub fn holding_across_streams(mut self) -> Self {
+        self.hold_across_streams = true;
         self
     }
 }

@@ -154,6 +154,7 @@ enum Msg {
     Progress(u64),
     TableBytes(TableName, u64),
     Note(String),
+    Useful,
     Checkpoint(Checkpoint),
 }
 
@@ -209,6 +210,9 @@ impl Emit for ChannelEmit {
     fn note(&mut self, line: String) {
         let _ = self.send(Msg::Note(line));
     }
+    fn useful(&mut self) {
+        let _ = self.send(Msg::Useful);
+    }
 }
 
 /// Where the pipeline is, for an [`Observer`].
@@ -239,13 +243,15 @@ pub struct StreamReport {
     pub checkpoint: Checkpoint,
     pub events: u64,
     pub rejects: u64,
+    /// The decoder said the stream served the run without rows ([`Emit::useful`]).
+    pub useful: bool,
 }
 
 impl StreamReport {
     /// Nothing from this stream reached the sink (it was empty, not the format, or every
-    /// record was rejected).
+    /// record was rejected), and it served the run no other way.
     pub fn is_empty(&self) -> bool {
-        self.events == 0
+        self.events == 0 && !self.useful
     }
 }
 
@@ -461,7 +467,7 @@ impl Pipeline {
     ) -> anyhow::Result<()> {
         let mut next_commit = self.commit_every.map(|d| Instant::now() + d);
         // Events and rejects since the last checkpoint.
-        let (mut since_events, mut since_rejects) = (0u64, 0u64);
+        let (mut since_events, mut since_rejects, mut since_useful) = (0u64, 0u64, false);
         let keep = self.report_streams;
         let mut acknowledged = Vec::new();
         let mut ack = |c: Checkpoint| {
@@ -495,17 +501,20 @@ impl Pipeline {
                 Some(Msg::Progress(n)) => sink.progress(n),
                 Some(Msg::TableBytes(t, n)) => sink.table_bytes(&t, n),
                 Some(Msg::Note(line)) => report.transform_reports.push(line),
+                Some(Msg::Useful) => since_useful = true,
                 Some(Msg::Checkpoint(c)) => {
                     sink.checkpoint(&c);
-                    let (events, rejects) = (
+                    let (events, rejects, useful) = (
                         std::mem::take(&mut since_events),
                         std::mem::take(&mut since_rejects),
+                        std::mem::take(&mut since_useful),
                     );
                     if keep {
                         report.streams.push(StreamReport {
                             checkpoint: c.clone(),
                             events,
                             rejects,
+                            useful,
                         });
                     }
                     acks.pending.push(c);
