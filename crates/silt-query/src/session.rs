@@ -90,6 +90,16 @@ pub fn explain_missing_table(
     else {
         return e;
     };
+    if let Ok(t) = &tables {
+        if t.iter().any(|t| t.to_string() == name) {
+            // Its directory exists, but without a file there are no columns to answer with.
+            return anyhow::anyhow!(
+                "table {name} has no data files in the lake {lake} yet (its directory is there, \
+without files: an import stopped before its first file, or its files were removed), so it has no \
+columns to query; import into it first"
+            );
+        }
+    }
     let have = match tables {
         Ok(t) if t.is_empty() => "it has no tables yet".to_string(),
         Ok(t) => format!(

@@ -41,17 +41,30 @@ impl silt_flight::QueryEngine for Engine {
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
         let slot = self.0.query_slot()?;
         let (session, pin) = self.pinned()?;
-        let (_, stream) = session
-            .query_stream(sql)
+        let limit = self.0.cfg.query_timeout;
+        let deadline = tokio::time::Instant::now() + limit;
+        let late = move || format!("the query ran longer than {limit:?} (--query-timeout)");
+        let (_, stream) = tokio::time::timeout_at(deadline, session.query_stream(sql))
             .await
+            .map_err(|_| late())?
             .map_err(|e| format!("{e:#}"))?;
-        // The stream reads files as it goes: it holds the pin until it is dropped.
-        Ok(stream
-            .map(move |b| {
-                let _held = (&pin, &slot);
-                b.map_err(|e| format!("{e:#}"))
+        // The stream reads files as it goes: it holds the pin until it is dropped. Past
+        // --query-timeout, as over HTTP, the query stops (its stream is dropped) with an error.
+        let stream = stream.map(move |b| {
+            let _held = (&pin, &slot);
+            b.map_err(|e| format!("{e:#}"))
+        });
+        Ok(
+            futures::stream::unfold(Some(stream.boxed()), move |st| async move {
+                let mut st = st?;
+                match tokio::time::timeout_at(deadline, st.next()).await {
+                    Ok(Some(item)) => Some((item, Some(st))),
+                    Ok(None) => None,
+                    Err(_) => Some((Err(late()), None)),
+                }
             })
-            .boxed())
+            .boxed(),
+        )
     }
 
     async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String> {
@@ -60,7 +73,12 @@ impl silt_flight::QueryEngine for Engine {
         for t in s.tables() {
             let schema = s
                 .context()
-                .table_provider(format!("{}.{}", t.module(), t.name()).as_str())
+                // From its parts, not parsed as SQL: `a.1b` (a name HTTP ingest and Forward
+                // tags allow) does not parse as a table reference.
+                .table_provider(datafusion::common::TableReference::partial(
+                    t.module(),
+                    t.name(),
+                ))
                 .await
                 .map_err(|e| e.to_string())?
                 .schema();

@@ -75,6 +75,10 @@ use crate::wal::{Wal, WalConfig};
 /// Durable log records waiting for the ingest thread at most (see [`Server::start`]).
 pub const INGEST_QUEUE: usize = 32;
 
+/// How long a stopping server lets its listeners finish the requests in progress before it
+/// closes the connections left (see [`Server::shutdown`]).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where serve keeps its own files, below the lake root.
 pub const SERVE_DIR: &str = "_silt/serve";
 
@@ -946,11 +950,30 @@ impl Server {
                 .await?
                 .map_err(|_| anyhow::anyhow!("the maintenance thread panicked"))?;
         }
-        for t in self.tasks.drain(..) {
-            let _ = t.await;
+        // Listeners finish the requests in progress, but a client that keeps a connection
+        // half-sent (a request whose body never comes, a bare TCP connection to the Flight
+        // port) would hold the stop forever, and with it the flush: past the grace, what is
+        // left is closed as a crash would close it (nothing unacknowledged was promised).
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        let mut left = 0;
+        for mut t in self.tasks.drain(..) {
+            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
+                t.abort();
+                let _ = t.await;
+                left += 1;
+            }
+        }
+        if left > 0 {
+            tracing::warn!(
+                "stopping: {left} listener(s) still had connections open {}s after the stop; \
+closed them",
+                STOP_GRACE.as_secs()
+            );
         }
         let ingest = self.ingest.take();
-        // The last handles of the log: the writer ends, the ingest thread seals and flushes.
+        // The log takes no more appends (a connection task the abort did not reach may still
+        // hold `shared`), so the writer ends and the ingest thread seals and flushes.
+        self.shared.wal.close();
         drop(self.shared);
         if let Some(h) = ingest {
             tokio::task::spawn_blocking(move || h.join())

@@ -112,7 +112,8 @@ pub struct WalStats {
 /// thread stops once every handle is dropped (after writing what it was given).
 #[derive(Clone)]
 pub struct Wal {
-    tx: mpsc::Sender<Append>,
+    /// `None` once [`Wal::close`]d (by any clone): the writer ends when the last sender is gone.
+    tx: Arc<std::sync::RwLock<Option<mpsc::Sender<Append>>>>,
     janitor: Janitor,
     pub stats: Arc<WalStats>,
 }
@@ -359,7 +360,7 @@ impl Wal {
             .name("silt-wal".into())
             .spawn(move || writer.run(rx, records))?;
         Ok(Self {
-            tx,
+            tx: Arc::new(std::sync::RwLock::new(Some(tx))),
             janitor: Janitor {
                 chunks,
                 dir: cfg.dir,
@@ -376,6 +377,22 @@ impl Wal {
         self.janitor.clone()
     }
 
+    fn sender(&self) -> anyhow::Result<mpsc::Sender<Append>> {
+        self.tx
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                anyhow::anyhow!("the write-ahead log has stopped (the server is stopping)")
+            })
+    }
+
+    /// Takes no more appends: the writer ends once those in progress are durable, even while
+    /// something still holds this `Wal` (a connection a client keeps open past a server's stop).
+    pub fn close(&self) {
+        self.tx.write().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
     /// Logs `entry` and waits until it is durable. A chunk id the log holds already is
     /// [`Appended::Duplicate`] at once.
     pub async fn append(&self, entry: Entry) -> anyhow::Result<Appended> {
@@ -383,7 +400,7 @@ impl Wal {
             return Ok(Appended::Duplicate);
         }
         let (done, wait) = oneshot::channel();
-        self.tx
+        self.sender()?
             .send(Append {
                 entry,
                 done: Some(done),
@@ -403,7 +420,7 @@ impl Wal {
             return Ok(Some(Appended::Duplicate));
         }
         let (done, wait) = oneshot::channel();
-        match self.tx.try_send(Append {
+        match self.sender()?.try_send(Append {
             entry,
             done: Some(done),
         }) {

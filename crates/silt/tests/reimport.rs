@@ -188,6 +188,23 @@ fn an_empty_directory_or_an_empty_conversion_is_an_error() {
     assert_eq!(o.status.code(), Some(4), "{err}");
     assert!(err.contains("is left as it was"), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"earlier");
+    // A table directory without files (an import killed before its first one): said as such,
+    // not "not in the lake" next to a list that names it.
+    let lake = t.path().join("lake");
+    let logs = t.path().join("logs");
+    generate(&logs, "200");
+    ok(&[
+        "import",
+        "zeek",
+        p(&logs.join("conn.log")),
+        "--lake",
+        p(&lake),
+        "-q",
+    ]);
+    std::fs::create_dir_all(lake.join("zeek.dns")).unwrap();
+    let o = silt(&["query", "--lake", p(&lake), "SELECT count(*) FROM zeek.dns"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("table zeek.dns has no data files"), "{err}");
     let o = silt(&[
         "convert",
         p(&nothing),

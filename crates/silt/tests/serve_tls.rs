@@ -275,3 +275,45 @@ fn http_none_starts_no_api() {
         "{banner:#?}"
     );
 }
+
+/// A client that leaves a request half-sent does not hold a stopping server forever: the stop
+/// closes what is left after its grace (10 s), and the acknowledged events reach the lake.
+/// Before, SIGTERM printed "stopping" and the server waited as long as the client did.
+#[test]
+fn a_half_sent_request_does_not_hold_the_stop() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let (mut server, addr) = common::serve(&lake, &["--flush-age", "60s"], None);
+    let agent = ureq::Agent::new_with_defaults();
+    let r = agent
+        .post(&format!("{addr}/v1/ingest/app.events"))
+        .header("Content-Type", "application/x-ndjson")
+        .send("{\"id\":1}\n{\"id\":2}\n")
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let host = addr.trim_start_matches("http://");
+    let mut half = std::net::TcpStream::connect(host).unwrap();
+    half.write_all(
+        b"POST /v1/ingest/app.events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"id\":",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let stopped = Instant::now();
+    common::signal(&server, "-TERM");
+    let deadline = stopped + Duration::from_secs(40);
+    let status = loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop within 40 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(half);
+    let n = common::query_csv(&lake, "SELECT count(*) AS n FROM app.events");
+    assert_eq!(n.trim(), "n\n2", "the acknowledged events are in the lake");
+}

@@ -289,7 +289,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let (cfg_forward_tls, cfg_http_tls, cfg_flight_tls) =
         (cfg.forward_tls, cfg.http_tls, cfg.flight_tls);
     let rt = silt_query::runtime()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let server = Server::start(cfg).await?;
         for note in &server.recovery {
             eprintln!("recovery: {note}");
@@ -391,7 +391,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             stats.files.load(std::sync::atomic::Ordering::Relaxed),
         );
         anyhow::Ok(())
-    })?;
+    });
+    // Everything is flushed by now; what may still run is a task serving a connection a client
+    // holds open, which dropping the runtime would wait for as long as the client does.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    served?;
     Ok(0)
 }
 
