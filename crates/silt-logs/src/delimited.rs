@@ -105,6 +105,12 @@ pub fn sniff_tsv(p: &Probe<'_>) -> Option<Confidence> {
 
 fn sniff_rows(p: &Probe<'_>, delim: u8, quoting: bool) -> bool {
     let text = p.text();
+    // JSON lines that JSON detection refused (invalid ones) are not rows of fields, however
+    // evenly their commas fall: before, they became a table whose column names were JSON
+    // fragments.
+    if matches!(text.trim_ascii_start().first(), Some(b'{' | b'[')) {
+        return false;
+    }
     // A probe cut short may end inside a row: leave that row out.
     let body = match memchr::memrchr(b'\n', text) {
         Some(i) if p.head.len() >= PROBE_BYTES => &text[..=i],
@@ -535,6 +541,9 @@ mod tests {
         b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00",
         b"one line, only\n",
         b"",
+        // JSON lines, invalid ones too (a Zeek baseline's masked times), with even commas.
+        b"{\"ts\":XXXXXXXXXX.XXXXXX,\"uid\":\"C1\"}\n{\"ts\":XXXXXXXXXX.XXXXXX,\"uid\":\"C2\"}\n",
+        b"[1,2]\n[3,4]\n",
     ];
 
     #[test]

@@ -72,7 +72,8 @@ curl -s 127.0.0.1:8080/v1/ingest/app.events -H 'Content-Type: application/x-ndjs
 curl -s 127.0.0.1:8080/v1/query -d 'SELECT count(*) FROM app.events'\n  \
 silt query --server http://127.0.0.1:8080 \"SELECT count(*) FROM docker.nginx\"\n\n\
 An event is acknowledged (HTTP 200, Forward ack) only once it is in the fsynced write-ahead log \
-(<lake>/_silt/serve/wal/); it is queryable at once and reaches the lake's files within --flush-age. \
+(<lake>/_silt/serve/wal/); it is queryable a moment later (decoded behind the log, typically within \
+0.2 s) and reaches the lake's files within --flush-age. \
 Ctrl-C or SIGTERM drains: every acknowledged event is written before the server exits; after a crash the \
 next start replays the log (docs/serve.md). SIGHUP reloads the enrichment databases \
 (--mmdb, --ip-ranges, --rdns) from their files while ingest goes on (docs/enrich.md).\n\n\
@@ -259,7 +260,7 @@ fn format_values(with_auto: bool) -> Vec<clap::builder::PossibleValue> {
     if with_auto {
         values.push(
             clap::builder::PossibleValue::new("auto")
-                .help("detect each input's format from its content (every format above)"),
+                .help("detect each input's format from its content (every format above but sflow and netflow: a capture of flow export reads as pcap unless named)"),
         );
     }
     values
@@ -535,8 +536,9 @@ pub struct QueryArgs {
     #[arg(long, value_parser = crate::opts::lake_path, required_unless_present = "server", conflicts_with = "server")]
     pub lake: Option<PathBuf>,
     /// Ask a running `silt serve` instead of reading a lake (http://HOST:PORT, or
-    /// https://HOST:PORT for one serving TLS); the query sees the events it acknowledged a
-    /// moment ago. --token-file when the server has a token.
+    /// https://HOST:PORT for one serving TLS); the query sees the events not yet in a file
+    /// too, from a moment (typically 0.2 s) after their acknowledgement. --token-file when the
+    /// server has a token.
     #[arg(long)]
     pub server: Option<String>,
     /// PEM file of the certificates that may sign an https:// server's certificate (its own
