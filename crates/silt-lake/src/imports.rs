@@ -102,7 +102,7 @@ impl InputIdentity {
 /// import read it. Importing the file again would add the rows of that start a second time.
 ///
 /// Checked as an identity is: the earlier input's first and last blocks (the whole of it up to
-/// 2 MiB) are where they were. Reads at most two blocks of `path` for each earlier input
+/// 2 MiB) are where they were; an earlier input under 64 KiB counts only at the same path. Reads at most two blocks of `path` for each earlier input
 /// smaller than it that could be its start (the same first block), the newest run first.
 pub fn grown_from<'a>(
     path: &Path,
@@ -114,6 +114,11 @@ pub fn grown_from<'a>(
     for r in done.iter().rev() {
         for was in &r.inputs {
             if was.size == 0 || was.size >= now.size {
+                continue;
+            }
+            // A few lines at another path are no evidence: unrelated logs may start alike (a
+            // header, a first heartbeat). At the same path, or at 64 KiB and more, they are.
+            if was.size < (64 << 10) && was.path != now.path {
                 continue;
             }
             // A start of 1 MiB or more has the same first block as `now`: no read needed to
@@ -721,6 +726,14 @@ mod tests {
             let now = InputIdentity::of_file(&p).unwrap().unwrap();
             let (r, found) = grown_from(&p, &now, &done).unwrap().expect("grown");
             assert_eq!((r.run.as_str(), found), ("r1", &was));
+            // Elsewhere, a small start is no evidence; a large one is.
+            let other = d.path().join("other.log");
+            fs::write(&other, &text).unwrap();
+            let there = InputIdentity::of_file(&other).unwrap().unwrap();
+            assert_eq!(
+                grown_from(&other, &there, &done).unwrap().is_some(),
+                len > 65536
+            );
             // Its start changed: the first block, or (large) the last block of what was read.
             for at in [10, len - 10] {
                 let mut other = text.clone();

@@ -406,14 +406,11 @@ impl SiltSession {
             let msg = e.to_string();
             let refused = ["DDL not supported", "DML not supported", "Statement not supported"];
             if refused.iter().any(|r| msg.contains(r)) {
+                // Which option lifts it is the front end's to say (`silt query` has one, a
+                // server none).
                 anyhow::anyhow!(
-                    "{msg}: queries are read-only: CREATE, DROP, INSERT, SET and COPY are refused{}; \
-                     to save a result, use -o FILE with --format csv|json|ndjson|parquet",
-                    if self.allow_write {
-                        ""
-                    } else {
-                        " (COPY ... TO a file is allowed with --allow-write)"
-                    }
+                    "{msg}: queries are read-only: CREATE, DROP, INSERT, SET and COPY{} are refused",
+                    if self.allow_write { " (but COPY ... TO)" } else { "" }
                 )
             } else {
                 anyhow::Error::new(e)

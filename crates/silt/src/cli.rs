@@ -548,9 +548,10 @@ pub struct QueryArgs {
     /// File holding the server's bearer token (with --server).
     #[arg(long, requires = "server")]
     pub token_file: Option<PathBuf>,
-    /// Output format (parquet needs -o).
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: OutputFormat,
+    /// Output format (parquet needs -o). Default: from the extension of -o (.csv, .json,
+    /// .ndjson/.jsonl, .parquet), else table.
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
     /// Write the result to this file instead of standard output.
     #[arg(long, short)]
     pub output: Option<PathBuf>,

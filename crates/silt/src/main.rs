@@ -32,22 +32,24 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = cli::Cli::parse();
-    let kafka = match &args.command {
-        cli::Command::Serve(_) | cli::Command::Export(_) => true,
-        cli::Command::Import(a) => a.format == "kafka",
-        _ => false,
-    };
-    if !kafka {
-        // The reader of our output went away (`silt inspect f.parquet | head`): end quietly as
-        // Unix tools do, killed by SIGPIPE, instead of `println!` panicking on the closed pipe
-        // (Rust ignores SIGPIPE). Rust's own sockets send with MSG_NOSIGNAL; librdkafka's TLS
-        // connections may not, so not for the commands that talk to Kafka (nor for `serve`: a
-        // server outlives whatever reads its standard output).
-        // SAFETY: setting a signal's disposition to its default, before any other thread runs.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    // The reader of our output went away (`silt inspect f.parquet | head`): stop quietly, as
+    // Unix tools do. Rust ignores SIGPIPE, so a write to the closed pipe fails: an error some
+    // commands return (handled below), but a panic in `println!`, which every command's printing
+    // uses. Only that panic is turned into a quiet exit; SIGPIPE itself stays ignored, so a
+    // closed socket or a child's pipe is still an error where it happens.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
         }
-    }
+        default_hook(info);
+    }));
     let code = match cmd::run(args) {
         Ok(code) => code,
         // The reader of our output went away (`silt tables | head`): stop quietly, as Unix
@@ -56,6 +58,8 @@ fn main() {
             if e.chain().any(|c| {
                 c.downcast_ref::<std::io::Error>()
                     .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                    // Wrapped where the chain does not reach it (arrow's CSV writer).
+                    || c.to_string().contains("Broken pipe (os error 32)")
             }) =>
         {
             0

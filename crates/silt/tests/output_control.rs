@@ -281,19 +281,45 @@ fn a_closed_pipe_ends_the_output_quietly() {
         lake.to_str().unwrap(),
         "-q",
     ]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_silt"))
-        .args(["tables", "--lake", lake.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The read end is closed before silt has listed the lake, so its write fails (EPIPE); with
-    // a panic on it, this test fails.
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(out.status.success(), "{:?}: {err}", out.status);
+    let l = lake.to_str().unwrap();
+    let file = common::parquet_files(&lake).into_iter().next().unwrap();
+    let again = dir.path().join("lake2");
+    for args in [
+        vec!["tables", "--lake", l],
+        // `println!` panicked on the closed pipe in these.
+        vec!["inspect", file.to_str().unwrap()],
+        vec!["ddl", "--dialect", "spark", "zeek.conn", "--lake", l],
+        vec![
+            "import",
+            "zeek",
+            logs.to_str().unwrap(),
+            "--lake",
+            again.to_str().unwrap(),
+        ],
+        // An error wrapped by arrow's CSV writer ("Csv error: Broken pipe").
+        vec![
+            "query",
+            "--lake",
+            l,
+            "--format",
+            "csv",
+            "SELECT * FROM zeek.conn",
+        ],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_silt"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The read end is closed before silt writes, so its write fails (EPIPE); with a panic
+        // or an error on it, this test fails.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.status.success(), "{args:?}: {:?}: {err}", out.status);
+    }
 }
 
 #[test]

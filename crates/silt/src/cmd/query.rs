@@ -18,7 +18,20 @@ fn output_format(f: cli::OutputFormat) -> OutputFormat {
 }
 
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
-    let format = output_format(a.format);
+    let format = output_format(a.format.unwrap_or_else(|| {
+        let ext = a
+            .output
+            .as_deref()
+            .and_then(|p| p.extension())
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("csv") => cli::OutputFormat::Csv,
+            Some("json") => cli::OutputFormat::Json,
+            Some("ndjson" | "jsonl") => cli::OutputFormat::Ndjson,
+            Some("parquet") => cli::OutputFormat::Parquet,
+            _ => cli::OutputFormat::Table,
+        }
+    }));
     if format == OutputFormat::Parquet && a.output.is_none() && std::io::stdout().is_terminal() {
         anyhow::bail!("--format parquet writes binary data: give a file with -o result.parquet");
     }
@@ -86,6 +99,17 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
 or `silt retain` running?): run the query again",
                     ))
                 }
+                Err(e) if format!("{e:#}").contains("queries are read-only") => {
+                    return Err(anyhow::anyhow!(
+                        "{e:#}{}; to save a result, use -o FILE with --format \
+csv|json|ndjson|parquet",
+                        if a.allow_write {
+                            ""
+                        } else {
+                            " (COPY ... TO a file is allowed with --allow-write)"
+                        }
+                    ))
+                }
                 // The session opened only the tables the SQL names: the lake is listed again.
                 Err(e) => {
                     let tables = silt_lake::remote::LakeRoot::open(&lake).and_then(|l| l.tables());
@@ -103,8 +127,12 @@ or `silt retain` running?): run the query again",
         Some(path) => {
             // Write next to the target and rename, so a failed query never leaves half a file.
             let tmp = path.with_extension("silt-tmp");
-            let file = std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot create {}", tmp.display()))?;
+            let file = std::fs::File::create(&tmp).with_context(|| {
+                format!(
+                    "cannot write {} (a temporary file next to it could not be created)",
+                    path.display()
+                )
+            })?;
             let mut f = std::io::BufWriter::new(file);
             let res = run(&mut f).and_then(|r| {
                 f.flush()?;
@@ -248,10 +276,13 @@ fn remote(a: &QueryArgs, server: &str, format: OutputFormat) -> anyhow::Result<i
     match &a.output {
         Some(path) => {
             let tmp = path.with_extension("silt-tmp");
-            let mut f = std::io::BufWriter::new(
-                std::fs::File::create(&tmp)
-                    .with_context(|| format!("cannot create {}", tmp.display()))?,
-            );
+            let mut f =
+                std::io::BufWriter::new(std::fs::File::create(&tmp).with_context(|| {
+                    format!(
+                        "cannot write {} (a temporary file next to it could not be created)",
+                        path.display()
+                    )
+                })?);
             write(&mut f)?;
             f.flush()?;
             drop(f);
