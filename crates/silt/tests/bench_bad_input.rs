@@ -107,6 +107,15 @@ fn nothing_to_measure_is_an_error() {
     let o = bench(&[empty.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
+    // The inputs are expanded first: an empty directory is an error of its own.
+    assert!(stderr.contains("holds no files to read"), "{stderr}");
+    assert!(!out.join("index.html").exists());
+    // An input without events.
+    let blank = dir.path().join("blank.json");
+    std::fs::write(&blank, b"").unwrap();
+    let o = bench(&[blank.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("nothing to measure"), "{stderr}");
     assert!(!out.join("index.html").exists());
 

@@ -51,6 +51,16 @@ fn silt_fingerprint(lake: &Path) -> String {
     ok(&["query", "--lake", p(lake), "--format", "csv", FINGERPRINT])
 }
 
+/// `silt compact --lake LAKE -q`, running.
+fn spawn_compact(lake: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_silt"))
+        .args(["compact", "--lake", p(lake), "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn parquet_files(d: &Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(d).unwrap().flatten() {
@@ -381,12 +391,7 @@ fn compaction_killed_at_random_moments_loses_and_duplicates_nothing() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let delay = Duration::from_millis(seed % 400);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
-            .args(["compact", "--lake", p(&lake), "-q"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_compact(&lake);
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
@@ -416,12 +421,7 @@ fn queries_while_another_process_compacts_see_every_row_once() {
     for round in 0..3 {
         let lake = t.path().join(format!("race{round}"));
         copy_dir(&pristine, &lake);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_silt"))
-            .args(["compact", "--lake", p(&lake), "-q"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_compact(&lake);
         // Before the fix, a query that listed a partition before a group's output arrived and
         // found its inputs gone left the group's rows out, or failed on a removed file.
         while child.try_wait().unwrap().is_none() {

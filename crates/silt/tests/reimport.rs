@@ -175,15 +175,20 @@ fn an_empty_directory_or_an_empty_conversion_is_an_error() {
     std::fs::write(&out, b"earlier").unwrap();
     let nothing = t.path().join("nothing.json");
     std::fs::write(&nothing, b"").unwrap();
-    let o = silt(&[
-        "convert",
-        p(&nothing),
-        "--format",
-        "json",
-        "-o",
-        p(&out),
-        "-q",
-    ]);
+    let convert = |more: &[&str]| {
+        let mut args = vec![
+            "convert",
+            p(&nothing),
+            "--format",
+            "json",
+            "-o",
+            p(&out),
+            "-q",
+        ];
+        args.extend(more);
+        silt(&args)
+    };
+    let o = convert(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(4), "{err}");
     assert!(err.contains("is left as it was"), "{err}");
@@ -205,17 +210,7 @@ fn an_empty_directory_or_an_empty_conversion_is_an_error() {
     let o = silt(&["query", "--lake", p(&lake), "SELECT count(*) FROM zeek.dns"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("table zeek.dns has no data files"), "{err}");
-    let o = silt(&[
-        "convert",
-        p(&nothing),
-        "--format",
-        "json",
-        "-o",
-        p(&out),
-        "-q",
-        "--allow-empty",
-    ]);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(convert(&["--allow-empty"]).status.code(), Some(0));
 }
 
 #[test]
