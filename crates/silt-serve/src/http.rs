@@ -1,9 +1,11 @@
 //! The HTTP API (axum): ingest, query, health and metrics.
 //!
 //! - `POST /v1/ingest/<table>`: NDJSON (`Content-Type: application/x-ndjson` or
-//!   `application/json`) or MessagePack (`application/msgpack`), or any format silt reads with
+//!   `application/json`; a JSON array of records or one object over several lines is taken too)
+//!   or MessagePack (`application/msgpack`), or any format silt reads with
 //!   `?format=<name>` (`access`, `syslog`, `zeek`, ...); `Content-Encoding: gzip` or `zstd`;
-//!   `Idempotency-Key` makes a retried request count once. `200` only once the body is in the
+//!   `Idempotency-Key` makes a retried request count once (`422` when the key was used for a
+//!   different body). `200` only once the body is in the
 //!   fsynced write-ahead log; `400` bad table or format, `401` missing token, `413` body (or its
 //!   decompressed form) over `--max-body`, `429` the log's queue is full, `503` the lake writer is
 //!   behind by more than the memory budget. Every error is JSON `{"error": "..."}`.
@@ -21,7 +23,7 @@
 use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
@@ -47,6 +49,73 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/health", get(health))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(shared)
+}
+
+/// How long a client has to send a request's headers (hyper closes the connection after it).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client has to send a request's body once its headers came (`408` after it).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Serves `app` on `listener` until `stop` ends, then lets the connections finish their requests
+/// (as `axum::serve` with its graceful shutdown). Unlike `axum::serve` it gives hyper a timer, so
+/// a client that never finishes its headers is closed after `header_timeout` ([`HEADER_TIMEOUT`])
+/// instead of holding a connection (and a file descriptor) for good. The connections are this
+/// future's own: dropping it closes them.
+pub async fn serve<L: axum::serve::Listener>(
+    mut listener: L,
+    app: Router,
+    stop: impl std::future::Future<Output = ()>,
+    header_timeout: Duration,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let mut conns = tokio::task::JoinSet::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            (io, _) = listener.accept() => {
+                let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+                let conn = http.serve_connection(TokioIo::new(io), svc);
+                let mut closed = closed.clone();
+                conns.spawn(async move {
+                    tokio::pin!(conn);
+                    let closing = tokio::select! {
+                        _ = conn.as_mut() => false,
+                        r = closed.wait_for(|c| *c) => r.is_ok(),
+                    };
+                    if closing {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
+                });
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            () = &mut stop => break,
+        }
+    }
+    drop(listener);
+    let _ = closing.send(true);
+    while conns.join_next().await.is_some() {}
+}
+
+/// A request's body, at most `limit` bytes, within `timeout` ([`BODY_TIMEOUT`]).
+async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {timeout:?}; send it faster or in smaller requests"
+            ),
+        )),
+        Ok(Err(_)) => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {limit} bytes (--max-body); send smaller batches"),
+        )),
+        Ok(Ok(b)) => Ok(b),
+    }
 }
 
 /// A JSON error response.
@@ -133,14 +202,13 @@ async fn ingest(
         return error(StatusCode::BAD_REQUEST, format!("{e:#}"));
     }
     let limit = s.cfg.max_body;
-    let raw = match axum::body::to_bytes(body, limit).await {
+    let raw = match read_body(body, limit, BODY_TIMEOUT).await {
         Ok(b) => b,
-        Err(_) => {
-            s.metrics.http_too_large.fetch_add(1, Ordering::Relaxed);
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is larger than {limit} bytes (--max-body); send smaller batches"),
-            );
+        Err(r) => {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                s.metrics.http_too_large.fetch_add(1, Ordering::Relaxed);
+            }
+            return r;
         }
     };
     let encoding = headers
@@ -158,6 +226,14 @@ async fn ingest(
             return error(status, msg);
         }
     };
+    let body = if format == "json" {
+        match json_lines(body) {
+            Ok(b) => b,
+            Err(msg) => return error(StatusCode::BAD_REQUEST, msg),
+        }
+    } else {
+        body
+    };
     if s.behind() {
         s.metrics.http_busy.fetch_add(1, Ordering::Relaxed);
         return error(
@@ -165,10 +241,17 @@ async fn ingest(
             "the lake writer is behind (rows in memory exceed the server's memory budget); retry later",
         );
     }
+    // The key with a digest of what it sends: a resend is a duplicate, the key reused for other
+    // data a conflict.
     let chunk = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
-        .map(|k| format!("http:{table}:{k}"));
+        .map(|k| {
+            let mut content = format.as_bytes().to_vec();
+            content.push(0);
+            content.extend_from_slice(&body);
+            crate::wal::with_digest(&format!("http:{table}:{k}"), &content)
+        });
     let n = body.len();
     let entry = Entry {
         table: Some(table.to_string()),
@@ -188,6 +271,11 @@ async fn ingest(
         Ok(Some(Appended::Duplicate)) => {
             json(serde_json::json!({"status": "duplicate", "bytes": n}))
         }
+        Ok(Some(Appended::Conflict)) => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "this Idempotency-Key was used for a different body (format or data) that the server holds; \
+             send new data with a new key",
+        ),
         Ok(None) => {
             s.metrics.http_busy.fetch_add(1, Ordering::Relaxed);
             let mut r = error(
@@ -199,6 +287,51 @@ async fn ingest(
             r
         }
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
+    }
+}
+
+/// A JSON body as the line-per-record form the JSON decoder reads: a top-level array becomes one
+/// line per element, a single object written over several lines becomes one line; anything else
+/// (NDJSON, one line per record) is kept as it is. An array that is not valid JSON is refused.
+fn json_lines(body: Vec<u8>) -> Result<Vec<u8>, String> {
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let text = &body[start..];
+    // A record's raw text on one line: outside strings, JSON's only line breaks are whitespace,
+    // and inside them a raw line break is not valid JSON (so no valid value changes).
+    let one_line = |raw: &str, out: &mut Vec<u8>| {
+        out.extend(
+            raw.bytes()
+                .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+        );
+        out.push(b'\n');
+    };
+    match text.first() {
+        Some(b'[') => {
+            let items: Vec<&serde_json::value::RawValue> =
+                serde_json::from_slice(text).map_err(|e| {
+                    format!("the body starts with '[' but is not a JSON array of records: {e}")
+                })?;
+            let mut out = Vec::with_capacity(text.len());
+            for item in items {
+                one_line(item.get(), &mut out);
+            }
+            Ok(out)
+        }
+        Some(b'{') if text.trim_ascii_end().contains(&b'\n') => {
+            match serde_json::from_slice::<&serde_json::value::RawValue>(text) {
+                Ok(one) => {
+                    let mut out = Vec::with_capacity(text.len());
+                    one_line(one.get(), &mut out);
+                    Ok(out)
+                }
+                // Several values (NDJSON) or a bad line: the decoder takes it line by line.
+                Err(_) => Ok(body),
+            }
+        }
+        _ => Ok(body),
     }
 }
 
@@ -284,9 +417,13 @@ async fn query(
     State(s): State<Arc<Shared>>,
     Query(p): Query<QueryParams>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     s.metrics.queries.fetch_add(1, Ordering::Relaxed);
+    let body = match read_body(body, s.cfg.max_body, BODY_TIMEOUT).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let sql = match (&p.q, body.is_empty()) {
         (Some(q), _) => q.clone(),
         (None, false) => match String::from_utf8(body.to_vec()) {
@@ -404,6 +541,86 @@ mod tests {
         );
         assert_eq!(wire_format(None, None), Ok(Wire::Text(OutputFormat::Json)));
         assert!(wire_format(Some("xml"), None).is_err());
+    }
+
+    #[test]
+    fn json_arrays_and_multi_line_objects_become_one_line_per_record() {
+        let lines =
+            |b: &str| String::from_utf8(json_lines(b.as_bytes().to_vec()).unwrap()).unwrap();
+        assert_eq!(
+            lines(" [ {\"a\": 1},\n  {\"a\": \"x\\ny\",\n \"b\": [1, 2]} ]\n"),
+            "{\"a\": 1}\n{\"a\": \"x\\ny\",  \"b\": [1, 2]}\n"
+        );
+        assert_eq!(lines("{\n  \"a\": 1\r\n}\n"), "{   \"a\": 1  }\n");
+        // NDJSON, and a bad line among good ones, stay as they are for the decoder.
+        for ndjson in ["{\"a\":1}\n{\"a\":2}\n", "{\"a\":1}\n{bad\n", "{\"a\":1}"] {
+            assert_eq!(lines(ndjson), ndjson);
+        }
+        assert_eq!(lines("[]"), "");
+        let err = json_lines(b"[{\"a\":1},".to_vec()).unwrap_err();
+        assert!(err.contains("not a JSON array"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_come_times_out_and_one_too_large_is_refused() {
+        let never = Body::from_stream(futures::stream::pending::<Result<Bytes, std::io::Error>>());
+        let r = read_body(never, 100, Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!(r.status(), StatusCode::REQUEST_TIMEOUT);
+        let r = read_body(Body::from(vec![b'x'; 101]), 100, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let b = read_body(Body::from("abc"), 100, Duration::from_secs(5)).await;
+        assert_eq!(&b.unwrap()[..], b"abc");
+    }
+
+    /// A connection whose headers never end is closed after the header timeout; complete
+    /// requests are answered, and the stop ends with an idle keep-alive connection open.
+    #[tokio::test]
+    async fn half_sent_headers_are_cut_off_and_the_stop_does_not_wait_for_idle_connections() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route("/", get(|| async { "hi" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(
+            listener,
+            app,
+            async move {
+                let _ = stopped.await;
+            },
+            Duration::from_millis(300),
+        ));
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = idle.read(&mut buf).await.unwrap();
+        let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("hi"),
+            "{answer}"
+        );
+        // The half-sent request: closed (with or without a 408) well before 5 s.
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut got))
+            .await
+            .expect("the connection was not closed after the header timeout")
+            .ok();
+        let text = String::from_utf8_lossy(&got);
+        assert!(got.is_empty() || text.starts_with("HTTP/1.1 408"), "{text}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the stop waited for an idle keep-alive connection")
+            .unwrap();
     }
 
     #[test]

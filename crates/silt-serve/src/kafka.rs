@@ -559,7 +559,7 @@ impl State {
                     inner.last_seq = inner.last_seq.max(seq);
                     return;
                 }
-                Ok(crate::wal::Appended::Duplicate) => return,
+                Ok(crate::wal::Appended::Duplicate | crate::wal::Appended::Conflict) => return,
                 Err(e) => {
                     if self.quiet.fresh("append") {
                         tracing::error!("kafka: {e:#}; retrying");

@@ -722,21 +722,14 @@ impl Server {
             };
             let failures = shared.metrics.api_tls_failures.clone();
             tasks.push(tokio::spawn(async move {
-                let r = match tls {
-                    None => {
-                        axum::serve(listener, app)
-                            .with_graceful_shutdown(stop)
-                            .await
-                    }
+                match tls {
+                    None => http::serve(listener, app, stop, http::HEADER_TIMEOUT).await,
                     Some(acceptor) => {
                         match tls::TlsListener::new(listener, acceptor, "--http", failures) {
-                            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stop).await,
-                            Err(e) => Err(e),
+                            Ok(l) => http::serve(l, app, stop, http::HEADER_TIMEOUT).await,
+                            Err(e) => tracing::error!("HTTP server: {e}"),
                         }
                     }
-                };
-                if let Err(e) = r {
-                    tracing::error!("HTTP server: {e}");
                 }
             }));
         }

@@ -88,6 +88,34 @@ pub enum Appended {
     Durable(u64),
     /// The log already holds this chunk id (a client resending what it did not see acknowledged).
     Duplicate,
+    /// The log holds this chunk id with another content digest (see [`with_digest`]): the client
+    /// used one id for two different chunks. Nothing is logged.
+    Conflict,
+}
+
+/// `id` marked with a digest of the chunk's content, so that the id reused for other content is
+/// told from a resend ([`Appended::Conflict`]). The mark is the suffix `#` + 16 hex digits; ids
+/// without it (Forward's, Kafka's) are compared as ids alone.
+pub fn with_digest(id: &str, content: &[u8]) -> String {
+    format!(
+        "{id}#{:016x}",
+        twox_hash::XxHash64::oneshot(0x5117, content)
+    )
+}
+
+/// A chunk string's id and its content digest, if [`with_digest`] marked it.
+fn split_digest(chunk: &str) -> (&str, Option<u64>) {
+    if let Some(cut) = chunk.len().checked_sub(17) {
+        if chunk.as_bytes()[cut] == b'#' {
+            if let Some(d) = chunk
+                .get(cut + 1..)
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
+                return (&chunk[..cut], Some(d));
+            }
+        }
+    }
+    (chunk, None)
 }
 
 struct Append {
@@ -132,13 +160,29 @@ pub struct Janitor {
 /// Chunk ids seen recently, with when they were first logged.
 #[derive(Default)]
 struct ChunkIndex {
-    seen: HashMap<String, Instant>,
+    /// By id: when first logged, and the content digest when the chunk string had one.
+    seen: HashMap<String, (Instant, Option<u64>)>,
 }
 
 impl ChunkIndex {
     fn prune(&mut self, keep: Duration) {
         let now = Instant::now();
-        self.seen.retain(|_, t| now.duration_since(*t) < keep);
+        self.seen.retain(|_, (t, _)| now.duration_since(*t) < keep);
+    }
+
+    fn insert(&mut self, chunk: &str, now: Instant) {
+        let (id, digest) = split_digest(chunk);
+        self.seen.entry(id.to_string()).or_insert((now, digest));
+    }
+
+    /// How `chunk` compares with what the log holds: `None` when its id is new.
+    fn lookup(&self, chunk: &str) -> Option<Appended> {
+        let (id, digest) = split_digest(chunk);
+        let (_, known) = self.seen.get(id)?;
+        Some(match (known, digest) {
+            (Some(a), Some(b)) if *a != b => Appended::Conflict,
+            _ => Appended::Duplicate,
+        })
     }
 }
 
@@ -342,7 +386,7 @@ impl Wal {
         let mut index = ChunkIndex::default();
         let now = Instant::now();
         for c in chunks {
-            index.seen.insert(c, now);
+            index.insert(&c, now);
         }
         let chunks = Arc::new(Mutex::new(index));
         let first = segment_path(&cfg.dir, next_seq);
@@ -394,10 +438,10 @@ impl Wal {
     }
 
     /// Logs `entry` and waits until it is durable. A chunk id the log holds already is
-    /// [`Appended::Duplicate`] at once.
+    /// [`Appended::Duplicate`] (or [`Appended::Conflict`]) at once.
     pub async fn append(&self, entry: Entry) -> anyhow::Result<Appended> {
-        if self.known(&entry) {
-            return Ok(Appended::Duplicate);
+        if let Some(known) = self.known(&entry) {
+            return Ok(known);
         }
         let (done, wait) = oneshot::channel();
         self.sender()?
@@ -416,8 +460,8 @@ impl Wal {
     /// [`Wal::append`] that gives `Ok(None)` at once, without logging, when the writer's queue is
     /// full (the caller answers "busy": HTTP 429).
     pub async fn try_append(&self, entry: Entry) -> anyhow::Result<Option<Appended>> {
-        if self.known(&entry) {
-            return Ok(Some(Appended::Duplicate));
+        if let Some(known) = self.known(&entry) {
+            return Ok(Some(known));
         }
         let (done, wait) = oneshot::channel();
         match self.sender()?.try_send(Append {
@@ -441,16 +485,10 @@ impl Wal {
         self.janitor.release(covered)
     }
 
-    fn known(&self, e: &Entry) -> bool {
-        let Some(c) = &e.chunk else { return false };
-        let hit = self
-            .janitor
-            .chunks
-            .lock()
-            .expect("not poisoned")
-            .seen
-            .contains_key(c);
-        if hit {
+    fn known(&self, e: &Entry) -> Option<Appended> {
+        let c = e.chunk.as_deref()?;
+        let hit = self.janitor.chunks.lock().expect("not poisoned").lookup(c);
+        if hit == Some(Appended::Duplicate) {
             self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
         }
         hit
@@ -566,7 +604,7 @@ impl Writer {
                         let now = Instant::now();
                         for a in &group {
                             if let Some(c) = &a.entry.chunk {
-                                idx.seen.insert(c.clone(), now);
+                                idx.insert(c, now);
                             }
                         }
                     }
@@ -664,7 +702,7 @@ mod tests {
         for t in tasks {
             match t.await.unwrap().unwrap() {
                 Appended::Durable(s) => seqs.push(s),
-                Appended::Duplicate => panic!("no chunk ids given"),
+                Appended::Duplicate | Appended::Conflict => panic!("no chunk ids given"),
             }
         }
         seqs.sort();
@@ -718,6 +756,55 @@ mod tests {
         assert_eq!(
             wal2.append(entry(2, Some("c2"))).await.unwrap(),
             Appended::Durable(2)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chunk_id_reused_for_other_content_is_a_conflict_even_after_a_restart() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, _rx) = std::sync::mpsc::sync_channel(10);
+        let cfg = WalConfig {
+            dir: d.path().join("wal"),
+            retain: Duration::from_secs(600),
+            queue: 4,
+        };
+        let a = with_digest("http:t.x:k1", b"one");
+        let b = with_digest("http:t.x:k1", b"two");
+        assert_ne!(a, b);
+        assert_eq!(split_digest(&a).0, "http:t.x:k1");
+        // A key that itself looks marked keeps its own mark as part of the id.
+        let odd = with_digest("k#0123456789abcdef", b"x");
+        assert_eq!(split_digest(&odd).0, "k#0123456789abcdef");
+        let wal = Wal::start(cfg.clone(), 1, vec![], tx).unwrap();
+        assert_eq!(
+            wal.append(entry(1, Some(&a))).await.unwrap(),
+            Appended::Durable(1)
+        );
+        assert_eq!(
+            wal.append(entry(1, Some(&a))).await.unwrap(),
+            Appended::Duplicate
+        );
+        assert_eq!(
+            wal.append(entry(2, Some(&b))).await.unwrap(),
+            Appended::Conflict
+        );
+        // An unmarked id equal to a marked one's id is a resend: nothing to compare.
+        assert_eq!(
+            wal.append(entry(1, Some("http:t.x:k1"))).await.unwrap(),
+            Appended::Duplicate
+        );
+        drop(wal);
+        let r = replay(&cfg.dir, 1).unwrap();
+        assert_eq!(r.chunks, vec![a.clone()]);
+        let (tx, _rx2) = std::sync::mpsc::sync_channel(10);
+        let wal2 = Wal::start(cfg, r.last_seq + 1, r.chunks, tx).unwrap();
+        assert_eq!(
+            wal2.append(entry(1, Some(&a))).await.unwrap(),
+            Appended::Duplicate
+        );
+        assert_eq!(
+            wal2.append(entry(2, Some(&b))).await.unwrap(),
+            Appended::Conflict
         );
     }
 

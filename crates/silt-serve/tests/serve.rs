@@ -191,6 +191,37 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
                 serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
             assert_eq!(v["status"], expect);
         }
+        // The same key with other data is refused, and nothing of it is stored.
+        let r = agent()
+            .post(&format!("http://{addr}/v1/ingest/app.events"))
+            .header("Content-Type", "application/x-ndjson")
+            .header("Idempotency-Key", "batch-1000")
+            .send(&b"{\"id\":9999}\n"[..])
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 422);
+        // A JSON array of records, and one object written over several lines.
+        let (s, v) = post(
+            addr,
+            "/v1/ingest/app.events",
+            "application/json",
+            b"[{\"id\": 3000, \"msg\": \"a\"},\n {\"id\": 3001}, {\"id\": 3002}]",
+        );
+        assert_eq!(s, 200, "{v}");
+        let (s, v) = post(
+            addr,
+            "/v1/ingest/app.events",
+            "application/json",
+            b"{\n  \"id\": 3003,\n  \"msg\": \"b\"\n}\n",
+        );
+        assert_eq!(s, 200, "{v}");
+        let (s, v) = post(
+            addr,
+            "/v1/ingest/app.events",
+            "application/json",
+            b"[{\"id\": 1},",
+        );
+        assert_eq!(s, 400, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("JSON array"), "{v}");
         // A bad line is a reject, not a failure of the request.
         let (s, _) = post(
             addr,
@@ -211,7 +242,7 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
         .unwrap();
         assert_eq!(h["status"], "ok");
         let m = metrics(addr);
-        assert!(m.contains("silt_wal_appends_total 7"), "{m}");
+        assert!(m.contains("silt_wal_appends_total 9"), "{m}");
     });
     t.await.unwrap();
     server.shutdown().await.unwrap();
@@ -229,8 +260,13 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
             addr,
             "SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.events",
         );
-        assert_eq!(v[0]["n"], 511);
-        assert_eq!(v[0]["d"], 511);
+        assert_eq!(v[0]["n"], 515);
+        assert_eq!(v[0]["d"], 515);
+        let v = query(
+            addr,
+            "SELECT count(*) AS n FROM app.events WHERE id BETWEEN 3000 AND 3003 OR id = 9999",
+        );
+        assert_eq!(v[0]["n"], 4);
         // The index holds the lake's files, and the query's footers are kept for the next.
         let m = metrics(addr);
         assert!(
