@@ -7,6 +7,10 @@
 //!   and DoGet on `CommandPreparedStatementQuery` run it; ClosePreparedStatement has nothing to
 //!   free.
 //!
+//! - DoPut on a prepared statement binds one row of parameter values: the answer is a new
+//!   handle (`silt2:`) that carries the SQL and the values (an Arrow IPC stream), which clients
+//!   use from then on (Flight SQL's stateless prepared statements).
+//!
 //! So the server holds no state per statement: nothing leaks when a client never closes, a
 //! handle stays valid across reconnects, and any of several servers over the same lake can
 //! serve a ticket. Tickets are as secret as the SQL in them, and a client sending a ticket of
@@ -14,11 +18,45 @@
 //!
 //! Touches nothing.
 
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use tonic::Status;
 
 /// The tag in front of the SQL; another layout (say, a cached result) gets another tag.
 const TAG: &[u8] = b"silt1:";
+/// The tag of a handle with bound values: `silt2:`, the SQL's length (u32, little-endian), the
+/// SQL, then the values as an Arrow IPC stream of one batch.
+const TAG_BOUND: &[u8] = b"silt2:";
+
+/// What a handle carries.
+#[derive(Debug)]
+pub struct Statement {
+    pub sql: String,
+    /// The bound parameter values (one row), if any were bound.
+    pub params: Option<RecordBatch>,
+}
+
+/// The handle for `sql` with `params` bound.
+#[allow(clippy::result_large_err)] // tonic's own error type
+pub fn encode_bound(sql: &str, params: &RecordBatch) -> Result<Bytes, Status> {
+    let mut out = Vec::with_capacity(TAG_BOUND.len() + 4 + sql.len() + 256);
+    out.extend_from_slice(TAG_BOUND);
+    let len = u32::try_from(sql.len())
+        .map_err(|_| Status::invalid_argument("the statement is longer than 4 GiB"))?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(sql.as_bytes());
+    let mut w = StreamWriter::try_new(&mut out, &params.schema())
+        .and_then(|mut w| w.write(params).and_then(|()| w.finish()));
+    if let Err(e) = w.as_mut() {
+        return Err(Status::invalid_argument(format!(
+            "cannot encode the parameter values: {e}"
+        )));
+    }
+    drop(w);
+    Ok(out.into())
+}
 
 /// The handle (or ticket) for `sql`.
 pub fn encode(sql: &str) -> Bytes {
@@ -28,17 +66,38 @@ pub fn encode(sql: &str) -> Bytes {
     out.into()
 }
 
-/// The SQL a handle from [`encode`] carries; `invalid_argument` for anything else.
+/// What a handle from [`encode`] or [`encode_bound`] carries; `invalid_argument` for anything
+/// else.
 #[allow(clippy::result_large_err)] // tonic's own error type
-pub fn decode(handle: &[u8]) -> Result<String, Status> {
-    let sql = handle.strip_prefix(TAG).ok_or_else(|| {
-        Status::invalid_argument(
-            "unknown statement handle: tickets and prepared statements come from this server's \
-             GetFlightInfo and CreatePreparedStatement",
-        )
-    })?;
-    String::from_utf8(sql.to_vec())
-        .map_err(|_| Status::invalid_argument("statement handle is not valid UTF-8"))
+pub fn decode(handle: &[u8]) -> Result<Statement, Status> {
+    let utf8 = |b: &[u8]| {
+        String::from_utf8(b.to_vec())
+            .map_err(|_| Status::invalid_argument("statement handle is not valid UTF-8"))
+    };
+    if let Some(sql) = handle.strip_prefix(TAG) {
+        return Ok(Statement {
+            sql: utf8(sql)?,
+            params: None,
+        });
+    }
+    let bad = || Status::invalid_argument("statement handle with parameter values is damaged");
+    if let Some(rest) = handle.strip_prefix(TAG_BOUND) {
+        let len = rest
+            .get(..4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+            .ok_or_else(bad)?;
+        let sql = rest.get(4..4 + len).ok_or_else(bad)?;
+        let mut reader = StreamReader::try_new(&rest[4 + len..], None).map_err(|_| bad())?;
+        let params = reader.next().ok_or_else(bad)?.map_err(|_| bad())?;
+        return Ok(Statement {
+            sql: utf8(sql)?,
+            params: Some(params),
+        });
+    }
+    Err(Status::invalid_argument(
+        "unknown statement handle: tickets and prepared statements come from this server's \
+         GetFlightInfo and CreatePreparedStatement",
+    ))
 }
 
 #[cfg(test)]
@@ -48,7 +107,25 @@ mod tests {
     #[test]
     fn round_trip() {
         for sql in ["", "SELECT 1", "SELECT 'é' -- silt1:"] {
-            assert_eq!(decode(&encode(sql)).unwrap(), sql);
+            let st = decode(&encode(sql)).unwrap();
+            assert_eq!(st.sql, sql);
+            assert!(st.params.is_none());
+        }
+        let values = RecordBatch::try_from_iter([(
+            "$1",
+            std::sync::Arc::new(arrow::array::Int64Array::from(vec![7])) as _,
+        )])
+        .unwrap();
+        let h = encode_bound("SELECT ? -- silt2:", &values).unwrap();
+        let st = decode(&h).unwrap();
+        assert_eq!(st.sql, "SELECT ? -- silt2:");
+        assert_eq!(st.params.unwrap(), values);
+        for cut in [6, 9, 12, 40] {
+            assert_eq!(
+                decode(&h[..cut]).unwrap_err().code(),
+                tonic::Code::InvalidArgument,
+                "{cut}"
+            );
         }
         assert_eq!(
             decode(b"SELECT 1").unwrap_err().code(),

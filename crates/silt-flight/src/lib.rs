@@ -54,13 +54,27 @@ pub use service::FlightSqlServer;
 /// server sends it back as `invalid_argument`.
 #[async_trait::async_trait]
 pub trait QueryEngine: Send + Sync + 'static {
-    /// Plans `sql` (without running it) and returns the schema of its result. Errors are the
-    /// engine's message (e.g. "queries are read-only: ...").
-    async fn plan_schema(&self, sql: &str) -> Result<SchemaRef, String>;
-    /// Runs `sql` and streams its batches.
+    /// Plans `sql` with `params` bound to its placeholders (one row, a column per parameter)
+    /// without running it, and returns the schema of its result. Errors are the engine's
+    /// message (e.g. "queries are read-only: ...").
+    async fn plan_schema(
+        &self,
+        sql: &str,
+        params: Option<&RecordBatch>,
+    ) -> Result<SchemaRef, String>;
+    /// What a prepared statement of `sql` answers: its result's schema and its parameters' (a
+    /// field per placeholder, in order). The default: no parameters.
+    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), String> {
+        Ok((
+            self.plan_schema(sql, None).await?,
+            Arc::new(arrow::datatypes::Schema::empty()),
+        ))
+    }
+    /// Runs `sql` with `params` bound and streams its batches.
     async fn execute(
         &self,
         sql: &str,
+        params: Option<&RecordBatch>,
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String>;
     /// Tables as (catalog, schema, table, arrow schema) for GetCatalogs/GetDbSchemas/GetTables.
     async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String>;

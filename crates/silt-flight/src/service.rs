@@ -7,9 +7,10 @@
 //!   standard [`FlightDataEncoderBuilder`] as they come (dictionaries hydrated, batches cut to
 //!   the message size), so a result is never held whole in memory.
 //! - Prepared statements (what JDBC and ADBC use): CreatePreparedStatement plans and answers a
-//!   handle with the dataset schema and no parameters; GetFlightInfo and DoGet on
-//!   CommandPreparedStatementQuery run it; DoPut on it is accepted only without parameter
-//!   values (some clients bind an empty set); ClosePreparedStatement is a no-op.
+//!   handle with the dataset schema and the parameters' (`?` or `$1` placeholders, typed as the
+//!   engine inferred them); DoPut on it binds one row of values and answers a new handle that
+//!   carries them (an empty binding, which some clients send, changes nothing); GetFlightInfo
+//!   and DoGet on CommandPreparedStatementQuery run it; ClosePreparedStatement is a no-op.
 //! - Metadata: GetCatalogs, GetDbSchemas, GetTables (with `include_schema`), GetTableTypes and
 //!   GetSqlInfo, answered in one batch ([`crate::metadata`]).
 //! - Refused: updates, ingestion and every other DoPut (`permission_denied`: the server is
@@ -89,9 +90,12 @@ impl FlightSqlServer {
         }
     }
 
-    /// Plans `sql`, mapping the engine's error.
-    async fn plan(&self, sql: &str) -> Result<SchemaRef, Status> {
-        self.engine.plan_schema(sql).await.map_err(engine_error)
+    /// Plans `sql` with `params` bound, mapping the engine's error.
+    async fn plan(&self, sql: &str, params: Option<&RecordBatch>) -> Result<SchemaRef, Status> {
+        self.engine
+            .plan_schema(sql, params)
+            .await
+            .map_err(engine_error)
     }
 
     /// A FlightInfo with one endpoint whose ticket is `ticket`.
@@ -120,15 +124,19 @@ impl FlightSqlServer {
         Self::flight_info(schema, command.as_any().encode_to_vec().into(), descriptor)
     }
 
-    /// Runs `sql` and streams its result.
-    async fn run(&self, sql: String) -> Result<Response<DoGetStream>, Status> {
-        let mut batches = self.engine.execute(&sql).await.map_err(engine_error)?;
+    /// Runs the statement and streams its result.
+    async fn run(&self, st: handle::Statement) -> Result<Response<DoGetStream>, Status> {
+        let mut batches = self
+            .engine
+            .execute(&st.sql, st.params.as_ref())
+            .await
+            .map_err(engine_error)?;
         // The first batch gives the schema; an error before any data is the call's error, not
         // one in the middle of a stream. An empty result still sends its schema (planned again).
         let first = batches.next().await.transpose().map_err(engine_error)?;
         let schema = match &first {
             Some(batch) => batch.schema(),
-            None => self.plan(&sql).await?,
+            None => self.plan(&st.sql, st.params.as_ref()).await?,
         };
         let batches = futures::stream::iter(first.map(Ok))
             .chain(batches)
@@ -239,7 +247,7 @@ impl FlightSqlService for FlightSqlServer {
         if query.transaction_id.is_some() {
             return Err(unsupported("transactions"));
         }
-        let schema = self.plan(&query.query).await?;
+        let schema = self.plan(&query.query, None).await?;
         let ticket = TicketStatementQuery {
             statement_handle: handle::encode(&query.query),
         };
@@ -262,11 +270,15 @@ impl FlightSqlService for FlightSqlServer {
         if query.transaction_id.is_some() {
             return Err(unsupported("transactions"));
         }
-        let schema = self.plan(&query.query).await?;
+        let (schema, params) = self
+            .engine
+            .prepare(&query.query)
+            .await
+            .map_err(engine_error)?;
         Ok(ActionCreatePreparedStatementResult {
             prepared_statement_handle: handle::encode(&query.query),
             dataset_schema: schema_bytes(&schema)?,
-            parameter_schema: schema_bytes(&Schema::empty())?,
+            parameter_schema: schema_bytes(&params)?,
         })
     }
 
@@ -284,8 +296,8 @@ impl FlightSqlService for FlightSqlServer {
         cmd: CommandPreparedStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let sql = handle::decode(&cmd.prepared_statement_handle)?;
-        let schema = self.plan(&sql).await?;
+        let st = handle::decode(&cmd.prepared_statement_handle)?;
+        let schema = self.plan(&st.sql, st.params.as_ref()).await?;
         Self::command_info(&schema, cmd, request.into_inner())
     }
 
@@ -298,24 +310,41 @@ impl FlightSqlService for FlightSqlServer {
             .await
     }
 
-    /// Binding parameters: only an empty binding (no columns or no rows) is accepted.
+    /// Binding parameters: one row of values gives a new handle that carries them (checked
+    /// against the statement by planning it); an empty binding (no columns or no rows) keeps
+    /// the handle. Several rows are refused: a query runs with one row of values.
     async fn do_put_prepared_statement_query(
         &self,
         query: CommandPreparedStatementQuery,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<DoPutPreparedStatementResult, Status> {
-        handle::decode(&query.prepared_statement_handle)?;
+        let st = handle::decode(&query.prepared_statement_handle)?;
         let mut batches = FlightRecordBatchStream::new_from_flight_data(
             request.into_inner().map_err(FlightError::from),
         );
+        let mut bound: Vec<RecordBatch> = Vec::new();
         while let Some(batch) = batches.next().await {
             let batch = batch.map_err(|e| Status::invalid_argument(e.to_string()))?;
             if batch.num_columns() > 0 && batch.num_rows() > 0 {
-                return Err(unsupported("binding parameters to a prepared statement"));
+                bound.push(batch);
             }
         }
+        let rows: usize = bound.iter().map(RecordBatch::num_rows).sum();
+        let handle = match bound.as_slice() {
+            [] => query.prepared_statement_handle,
+            [one] if rows == 1 => {
+                self.plan(&st.sql, Some(one)).await?;
+                handle::encode_bound(&st.sql, one)?
+            }
+            _ => {
+                return Err(unsupported(&format!(
+                    "binding {rows} rows of parameter values to a query (bind one row, and \
+                     execute once per row)"
+                )))
+            }
+        };
         Ok(DoPutPreparedStatementResult {
-            prepared_statement_handle: Some(query.prepared_statement_handle),
+            prepared_statement_handle: Some(handle),
         })
     }
 

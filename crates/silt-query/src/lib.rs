@@ -30,6 +30,7 @@ pub mod cidr;
 pub mod lake;
 pub mod lookup;
 pub mod output;
+pub mod params;
 pub mod provider;
 pub mod session;
 pub mod stats;

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{Field, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 use datafusion::execution::context::{SessionConfig, SessionContext};
@@ -393,11 +393,51 @@ impl SiltSession {
     }
 
     /// Plans `sql` under the session's rules: read-only unless writing was allowed.
+    /// Plans `sql` with `params` (one row: a value per placeholder) bound to its placeholders
+    /// (`?` or `$1`: see [`crate::params`]). A statement with placeholders and no values is an
+    /// error that names them.
+    async fn plan_bound(
+        &self,
+        ctx: &SessionContext,
+        sql: &str,
+        params: Option<&RecordBatch>,
+    ) -> anyhow::Result<datafusion::dataframe::DataFrame> {
+        let df = self.plan(ctx, sql).await?;
+        let fields = crate::params::parameter_fields(df.logical_plan())?;
+        let names = || {
+            fields
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match params {
+            _ if fields.is_empty() && params.is_none_or(|b| b.num_columns() == 0) => Ok(df),
+            None => anyhow::bail!(
+                "the statement has parameters ({}): bind a value to each (a prepared statement's \
+                 parameters) or write the values into the SQL",
+                names()
+            ),
+            Some(b) => {
+                anyhow::ensure!(
+                    b.num_rows() == 1,
+                    "{} rows of parameter values were bound: bind one row per execution",
+                    b.num_rows()
+                );
+                let values = crate::params::values(b, 0, &fields)?;
+                Ok(df.with_param_values(values)?)
+            }
+        }
+    }
+
+    /// Plans `sql` (its `?` placeholders numbered) with silt's read-only rules.
     async fn plan(
         &self,
         ctx: &SessionContext,
         sql: &str,
     ) -> anyhow::Result<datafusion::dataframe::DataFrame> {
+        let sql = crate::params::number_placeholders(sql);
+        let sql = sql.as_str();
         let opts = datafusion::execution::context::SQLOptions::new()
             .with_allow_ddl(false)
             .with_allow_dml(self.allow_write)
@@ -442,7 +482,7 @@ impl SiltSession {
     /// Plans and runs one SQL statement, collecting its rows and scan statistics.
     pub async fn query(&self, sql: &str) -> anyhow::Result<QueryResult> {
         let (ctx, log) = self.query_context();
-        let df = self.plan(&ctx, sql).await?;
+        let df = self.plan_bound(&ctx, sql, None).await?;
         let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
         let schema = display_schema(&plan.schema());
         let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
@@ -468,7 +508,7 @@ impl SiltSession {
         out: &mut dyn Write,
     ) -> anyhow::Result<(u64, ScanStats)> {
         let (ctx, log) = self.query_context();
-        let df = self.plan(&ctx, sql).await?;
+        let df = self.plan_bound(&ctx, sql, None).await?;
         let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
         let schema = display_schema(&plan.schema());
         let mut stream = datafusion::physical_plan::execute_stream(plan.clone(), ctx.task_ctx())?;
@@ -485,24 +525,49 @@ impl SiltSession {
         Ok((rows, ScanStats::collect(&log.notes(), &plan)))
     }
 
-    /// The schema of `sql`'s result (as [`SiltSession::query`] would name its columns), planned
-    /// but not run.
-    pub async fn schema_of(&self, sql: &str) -> anyhow::Result<SchemaRef> {
+    /// The schema of `sql`'s result (as [`SiltSession::query`] would name its columns) with
+    /// `params` bound, planned but not run.
+    pub async fn schema_of(
+        &self,
+        sql: &str,
+        params: Option<&RecordBatch>,
+    ) -> anyhow::Result<SchemaRef> {
         let (ctx, _) = self.query_context();
-        let plan = self.plan(&ctx, sql).await?.create_physical_plan().await?;
+        let plan = self
+            .plan_bound(&ctx, sql, params)
+            .await?
+            .create_physical_plan()
+            .await?;
         Ok(display_schema(&plan.schema()))
     }
 
-    /// Runs `sql` and streams its batches as they are computed (for servers).
+    /// What a prepared statement answers: the result's schema and the parameters (`$1, $2, …`
+    /// with the types DataFusion inferred, `Null` where it could not; see [`crate::params`]).
+    /// With parameters, the schema is the logical plan's (the values are not known yet).
+    pub async fn prepare(&self, sql: &str) -> anyhow::Result<(SchemaRef, Vec<Field>)> {
+        let (ctx, _) = self.query_context();
+        let df = self.plan(&ctx, sql).await?;
+        let fields = crate::params::parameter_fields(df.logical_plan())?;
+        if fields.is_empty() {
+            let plan = df.create_physical_plan().await?;
+            return Ok((display_schema(&plan.schema()), fields));
+        }
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        Ok((display_schema(&schema), fields))
+    }
+
+    /// Runs `sql` with `params` bound and streams its batches as they are computed (for
+    /// servers).
     pub async fn query_stream(
         &self,
         sql: &str,
+        params: Option<&RecordBatch>,
     ) -> anyhow::Result<(
         SchemaRef,
         futures::stream::BoxStream<'static, anyhow::Result<RecordBatch>>,
     )> {
         let (ctx, _) = self.query_context();
-        let df = self.plan(&ctx, sql).await?;
+        let df = self.plan_bound(&ctx, sql, params).await?;
         let plan: Arc<dyn ExecutionPlan> = df.create_physical_plan().await?;
         let schema = display_schema(&plan.schema());
         let stream = datafusion::physical_plan::execute_stream(plan, ctx.task_ctx())?;
@@ -519,7 +584,11 @@ impl SiltSession {
     /// The physical plan of `sql` after optimization, as text (`EXPLAIN` without running).
     pub async fn explain(&self, sql: &str) -> anyhow::Result<String> {
         let (ctx, _) = self.query_context();
-        let plan = self.plan(&ctx, sql).await?.create_physical_plan().await?;
+        let plan = self
+            .plan_bound(&ctx, sql, None)
+            .await?
+            .create_physical_plan()
+            .await?;
         let text = datafusion::physical_plan::displayable(plan.as_ref())
             .indent(true)
             .to_string();

@@ -677,3 +677,114 @@ async fn file_bounds_prune_only_what_cannot_match() {
         assert_eq!(r.stats.files_selected, files, "{sql}: {}", r.stats);
     }
 }
+
+/// Prepared statements' parameters: `?` and `$n` placeholders, their inferred types, values
+/// bound (and cast) per execution, and the errors for unbound or wrong values.
+#[tokio::test]
+async fn parameters_are_typed_bound_and_checked() {
+    use futures::TryStreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    build_dns_lake(dir.path(), Store::Parquet, "hour");
+    let s = silt_query::open(dir.path()).await.unwrap();
+    let sql = "SELECT uid, query FROM zeek.dns WHERE uid = ? OR query = ? -- a '?' here stays";
+    let (schema, params) = s.prepare(sql).await.unwrap();
+    assert_eq!(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>(),
+        ["uid", "query"]
+    );
+    assert_eq!(
+        params
+            .iter()
+            .map(|f| (f.name().as_str(), f.data_type().clone()))
+            .collect::<Vec<_>>(),
+        [("$1", DataType::Utf8), ("$2", DataType::Utf8)]
+    );
+    let bound = |a: &str, b: &str| {
+        RecordBatch::try_from_iter([
+            ("a", Arc::new(StringArray::from(vec![a])) as ArrayRef),
+            ("b", Arc::new(StringArray::from(vec![b])) as ArrayRef),
+        ])
+        .unwrap()
+    };
+    let rows = |values: RecordBatch| {
+        let s = &s;
+        async move {
+            let (_, stream) = s.query_stream(sql, Some(&values)).await?;
+            let batches: Vec<RecordBatch> = stream.try_collect().await?;
+            anyhow::Ok(batches.iter().map(RecordBatch::num_rows).sum::<usize>())
+        }
+    };
+    assert_eq!(rows(bound("H17U000", "nothing")).await.unwrap(), 1);
+    assert_eq!(rows(bound("H18U002", "q5.example")).await.unwrap(), 4);
+    assert_eq!(
+        s.schema_of(sql, Some(&bound("x", "y"))).await.unwrap(),
+        schema
+    );
+    // Unbound, too few values, two rows: errors that say so.
+    let e = format!("{:#}", s.query(sql).await.unwrap_err());
+    assert!(e.contains("has parameters ($1, $2)"), "{e}");
+    let one =
+        RecordBatch::try_from_iter([("a", Arc::new(StringArray::from(vec!["x"])) as ArrayRef)])
+            .unwrap();
+    let e = format!("{:#}", rows(one).await.unwrap_err());
+    assert!(e.contains("2 parameter(s) and 1 value(s)"), "{e}");
+    let two = RecordBatch::try_from_iter([
+        ("a", Arc::new(StringArray::from(vec!["x", "y"])) as ArrayRef),
+        ("b", Arc::new(StringArray::from(vec!["x", "y"])) as ArrayRef),
+    ])
+    .unwrap();
+    let e = format!("{:#}", rows(two).await.unwrap_err());
+    assert!(e.contains("bind one row per execution"), "{e}");
+    // `$n` as DataFusion writes them; an integer value for a string parameter is cast, a
+    // string that is no timestamp for a timestamp parameter is refused with the reason.
+    let (_, p) = s
+        .prepare("SELECT count(*) FROM zeek.dns WHERE ts >= $1 AND uid <> $2")
+        .await
+        .unwrap();
+    assert_eq!(p.len(), 2);
+    assert!(matches!(p[0].data_type(), DataType::Timestamp(..)), "{p:?}");
+    let values = RecordBatch::try_from_iter([
+        (
+            "t",
+            Arc::new(StringArray::from(vec!["2018-03-24T19:00:00Z"])) as ArrayRef,
+        ),
+        ("u", Arc::new(Int64Array::from(vec![5])) as ArrayRef),
+    ])
+    .unwrap();
+    let (_, st) = s
+        .query_stream(
+            "SELECT count(*) AS n FROM zeek.dns WHERE ts >= $1 AND uid <> $2",
+            Some(&values),
+        )
+        .await
+        .unwrap();
+    let b: Vec<RecordBatch> = st.try_collect().await.unwrap();
+    let n = b[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(n.value(0), 100);
+    let bad = RecordBatch::try_from_iter([
+        (
+            "t",
+            Arc::new(StringArray::from(vec!["yesterday"])) as ArrayRef,
+        ),
+        ("u", Arc::new(StringArray::from(vec!["x"])) as ArrayRef),
+    ])
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        s.schema_of(
+            "SELECT 1 FROM zeek.dns WHERE ts >= ? AND uid <> ?",
+            Some(&bad)
+        )
+        .await
+        .unwrap_err()
+    );
+    assert!(e.contains("parameter $1") && e.contains("yesterday"), "{e}");
+}

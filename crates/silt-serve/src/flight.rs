@@ -28,23 +28,37 @@ impl Engine {
 
 #[async_trait::async_trait]
 impl silt_flight::QueryEngine for Engine {
-    async fn plan_schema(&self, sql: &str) -> Result<SchemaRef, String> {
+    async fn plan_schema(
+        &self,
+        sql: &str,
+        params: Option<&RecordBatch>,
+    ) -> Result<SchemaRef, String> {
         self.session()?
-            .schema_of(sql)
+            .schema_of(sql, params)
             .await
             .map_err(|e| format!("{e:#}"))
+    }
+
+    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), String> {
+        let (schema, params) = self
+            .session()?
+            .prepare(sql)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        Ok((schema, Arc::new(arrow::datatypes::Schema::new(params))))
     }
 
     async fn execute(
         &self,
         sql: &str,
+        params: Option<&RecordBatch>,
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
         let slot = self.0.query_slot()?;
         let (session, pin) = self.pinned()?;
         let limit = self.0.cfg.query_timeout;
         let deadline = tokio::time::Instant::now() + limit;
         let late = move || format!("the query ran longer than {limit:?} (--query-timeout)");
-        let (_, stream) = tokio::time::timeout_at(deadline, session.query_stream(sql))
+        let (_, stream) = tokio::time::timeout_at(deadline, session.query_stream(sql, params))
             .await
             .map_err(|_| late())?
             .map_err(|e| format!("{e:#}"))?;

@@ -472,7 +472,11 @@ conn = flight_sql.connect(sys.argv[1])
 cur = conn.cursor()
 out = {}
 for name, sql in json.loads(sys.argv[2]).items():
-    cur.execute(sql)
+    if isinstance(sql, list):
+        # A prepared statement with parameters: [sql, [values...]].
+        cur.execute(sql[0], sql[1])
+    else:
+        cur.execute(sql)
     out[name] = [list(r) for r in cur.fetchall()]
 cur.close(); conn.close()
 print(json.dumps(out))
@@ -584,6 +588,12 @@ fn real_clients_against_silt_serve() {
         let queries = serde_json::json!({
             "tables": "SELECT 'go' AS t, count(*) AS n FROM go.events UNION ALL SELECT 'py', count(*) FROM py.events ORDER BY t",
             "syslog": "SELECT message FROM syslog.tcp ORDER BY message",
+            // Bound parameters (DoPut on the prepared statement), checked against the same
+            // query with the values written in.
+            "bound": ["SELECT message FROM syslog.tcp WHERE message LIKE ? OR message = ? ORDER BY message", ["%1%", "nothing"]],
+        });
+        let literal = serde_json::json!({
+            "bound": "SELECT message FROM syslog.tcp WHERE message LIKE '%1%' OR message = 'nothing' ORDER BY message",
         });
         let out = run(
             Command::new(py).args([
@@ -596,11 +606,19 @@ fn real_clients_against_silt_serve() {
         );
         let got: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         for (name, sql) in queries.as_object().unwrap() {
+            let sql = literal.get(name).unwrap_or(sql);
             let http: Vec<Vec<serde_json::Value>> = query(&s.http, sql.as_str().unwrap())
                 .into_iter()
                 .map(|r| r.as_object().unwrap().values().cloned().collect())
                 .collect();
             assert_eq!(got[name], serde_json::json!(http), "{name}");
+        }
+        if tcp_expected > 0 {
+            let (bound, all) = (
+                got["bound"].as_array().unwrap(),
+                got["syslog"].as_array().unwrap(),
+            );
+            assert!(!bound.is_empty() && bound.len() < all.len(), "{got}");
         }
     } else {
         missing("python with adbc-driver-flightsql (scripts/pyenv.sh)");

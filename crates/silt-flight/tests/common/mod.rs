@@ -146,7 +146,11 @@ fn parse(sql: &str) -> Result<Query, String> {
 
 #[async_trait::async_trait]
 impl QueryEngine for StubEngine {
-    async fn plan_schema(&self, sql: &str) -> Result<SchemaRef, String> {
+    async fn plan_schema(
+        &self,
+        sql: &str,
+        _params: Option<&RecordBatch>,
+    ) -> Result<SchemaRef, String> {
         Ok(match parse(sql)? {
             Query::Big => big_schema(),
             _ => events_schema(),
@@ -156,6 +160,7 @@ impl QueryEngine for StubEngine {
     async fn execute(
         &self,
         sql: &str,
+        _params: Option<&RecordBatch>,
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
         Ok(match parse(sql)? {
             Query::Events => stream::iter(events_batches().into_iter().map(Ok)).boxed(),

@@ -1,0 +1,145 @@
+//! Query parameters: the `?` and `$1` placeholders of prepared statements (Flight SQL, what JDBC
+//! and ADBC clients send) and the values bound to them.
+//!
+//! DataFusion binds positional `$1, $2, …`; JDBC and ADBC write `?`. [`number_placeholders`]
+//! rewrites each `?` (a placeholder token, never one inside a string, identifier or comment) to
+//! the next `$n`. [`parameter_fields`] reads the placeholders a plan holds and the types
+//! DataFusion inferred for them (`id = $1` with `id BIGINT` gives `$1 BIGINT`), and [`bind`]
+//! replaces them with values cast to those types.
+//!
+//! Touches nothing.
+
+use arrow::datatypes::{DataType, Field};
+use arrow::record_batch::RecordBatch;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+/// `sql` with every `?` placeholder numbered `$1, $2, …` in order of appearance. SQL without
+/// `?` placeholders (or that does not tokenize: the planner reports that) is returned as it is.
+pub fn number_placeholders(sql: &str) -> String {
+    if !sql.contains('?') {
+        return sql.to_string();
+    }
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
+        return sql.to_string();
+    };
+    // Byte offsets of the `?` tokens, from their (line, column) in characters.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let mut at = Vec::new();
+    for t in &tokens {
+        if !matches!(&t.token, Token::Placeholder(p) if p == "?") {
+            continue;
+        }
+        let (line, col) = (t.span.start.line as usize, t.span.start.column as usize);
+        let Some(&start) = line.checked_sub(1).and_then(|l| line_starts.get(l)) else {
+            return sql.to_string();
+        };
+        let Some((off, _)) = sql[start..].char_indices().nth(col.saturating_sub(1)) else {
+            return sql.to_string();
+        };
+        if sql.as_bytes()[start + off] != b'?' {
+            // The tokenizer's positions did not point at the `?`: leave the SQL alone.
+            return sql.to_string();
+        }
+        at.push(start + off);
+    }
+    let mut out = String::with_capacity(sql.len() + 2 * at.len());
+    let mut last = 0;
+    for (n, &i) in at.iter().enumerate() {
+        out.push_str(&sql[last..i]);
+        out.push_str(&format!("${}", n + 1));
+        last = i + 1;
+    }
+    out.push_str(&sql[last..]);
+    out
+}
+
+/// The placeholders of `plan` as fields `$1, $2, …` in order, typed as DataFusion inferred them
+/// (`Null` where it could not). A placeholder that is not `$n` (`$name`) is an error.
+pub fn parameter_fields(plan: &LogicalPlan) -> anyhow::Result<Vec<Field>> {
+    let mut found: Vec<(usize, Option<DataType>)> = Vec::new();
+    for (name, ty) in plan.get_parameter_types()? {
+        let n = name
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "placeholder {name}: write parameters as ? or $1, $2, … (named ones are not supported)"
+                )
+            })?;
+        found.push((n, ty));
+    }
+    found.sort_by_key(|(n, _)| *n);
+    if let Some(gap) = found.iter().enumerate().find(|(i, (n, _))| *n != i + 1) {
+        anyhow::bail!(
+            "placeholder ${} is used but ${} is not: number parameters from $1 without gaps",
+            gap.1 .0,
+            gap.0 + 1
+        );
+    }
+    Ok(found
+        .into_iter()
+        .map(|(n, ty)| Field::new(format!("${n}"), ty.unwrap_or(DataType::Null), true))
+        .collect())
+}
+
+/// The values of `row` in `batch` (one column per parameter, in order), each cast to its
+/// parameter's type where one was inferred.
+pub fn values(
+    batch: &RecordBatch,
+    row: usize,
+    fields: &[Field],
+) -> anyhow::Result<Vec<ScalarValue>> {
+    anyhow::ensure!(
+        batch.num_columns() == fields.len(),
+        "the statement has {} parameter(s) and {} value(s) were bound",
+        fields.len(),
+        batch.num_columns()
+    );
+    batch
+        .columns()
+        .iter()
+        .zip(fields)
+        .map(|(col, f)| {
+            let v = ScalarValue::try_from_array(col, row)?;
+            if f.data_type() == &DataType::Null || v.data_type() == *f.data_type() {
+                return Ok(v);
+            }
+            v.cast_to(f.data_type()).map_err(|e| {
+                anyhow::anyhow!(
+                    "parameter {}: the value {v} ({}) is not a {}: {e}",
+                    f.name(),
+                    v.data_type(),
+                    f.data_type()
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_marks_are_numbered_outside_strings_identifiers_and_comments() {
+        assert_eq!(
+            number_placeholders("SELECT * FROM t WHERE a = ? AND b > ?"),
+            "SELECT * FROM t WHERE a = $1 AND b > $2"
+        );
+        assert_eq!(
+            number_placeholders(
+                "SELECT 'it''s ?', \"q?\" -- why?\nFROM t /* ? */ WHERE é = 'é' AND x = ?"
+            ),
+            "SELECT 'it''s ?', \"q?\" -- why?\nFROM t /* ? */ WHERE é = 'é' AND x = $1"
+        );
+        for same in ["SELECT 1", "SELECT '?'", "SELECT $1", "SELECT 'unclosed ?"] {
+            assert_eq!(number_placeholders(same), same);
+        }
+    }
+}
