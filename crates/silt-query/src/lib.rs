@@ -39,6 +39,6 @@ pub mod timefilter;
 pub use output::{write_results, write_results_with_schema, OutputFormat, ResultWriter};
 pub use session::{
     explain_missing_table, lost_a_file, open, open_for, runtime, session_config, tables_named,
-    QueryResult, SharedFooters, SiltSession,
+    LostFileRetry, QueryResult, SharedFooters, SiltSession,
 };
 pub use stats::ScanStats;

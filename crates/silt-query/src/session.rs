@@ -73,6 +73,77 @@ pub fn lost_a_file(e: &anyhow::Error) -> bool {
     })
 }
 
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn only_lost_files_run_again_and_only_until_given_out_or_late() {
+        let lost = || anyhow::anyhow!("Object at location /l/t/a.parquet not found: gone");
+        let mut r = LostFileRetry::within(std::time::Duration::from_secs(60));
+        assert!(r.after(lost(), false).is_ok());
+        let e = r
+            .after(anyhow::anyhow!("division by zero"), false)
+            .unwrap_err();
+        assert_eq!(format!("{e:#}"), "division by zero");
+        let e = r.after(lost(), true).unwrap_err();
+        assert!(
+            format!("{e:#}").starts_with("a file of the lake was removed"),
+            "{e:#}"
+        );
+        let mut late = LostFileRetry::within(std::time::Duration::ZERO);
+        assert!(late.after(lost(), false).is_err());
+    }
+}
+
+/// When a query that lost a file ([`lost_a_file`]) runs again, for callers that block (the
+/// CLI's `query` and `export`; a server pins the files its queries read instead). The lake
+/// listed again is whole, so the query can run again on a fresh session, as long as nothing of
+/// its result has been given out. A compaction commits a group every few milliseconds, so a
+/// query may have to wait until it is done: for up to a minute, with pauses that grow from
+/// 20 ms to a second.
+#[derive(Debug)]
+pub struct LostFileRetry {
+    started: std::time::Instant,
+    pause: std::time::Duration,
+    limit: std::time::Duration,
+}
+
+impl Default for LostFileRetry {
+    fn default() -> Self {
+        Self::within(std::time::Duration::from_secs(60))
+    }
+}
+
+impl LostFileRetry {
+    /// Runs again for at most `limit` from now.
+    pub fn within(limit: std::time::Duration) -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            pause: std::time::Duration::from_millis(20),
+            limit,
+        }
+    }
+
+    /// After a run failed with `e` (`delivered`: part of its result was given out already):
+    /// `Ok(())`, after the pause, when the caller should open a fresh session and run the query
+    /// again; otherwise `e`, with what happened and what to do when it was a lost file.
+    pub fn after(&mut self, e: anyhow::Error, delivered: bool) -> anyhow::Result<()> {
+        if !lost_a_file(&e) {
+            return Err(e);
+        }
+        if delivered || self.started.elapsed() >= self.limit {
+            return Err(e.context(
+                "a file of the lake was removed while the query read it (a `silt compact` or \
+                 `silt retain` running?): run the query again",
+            ));
+        }
+        std::thread::sleep(self.pause);
+        self.pause = (self.pause * 2).min(std::time::Duration::from_secs(1));
+        Ok(())
+    }
+}
+
 /// DataFusion's "table 'datafusion.zeek.nope' not found" said as what is wrong and what there
 /// is instead: `tables` (`Err` when they could not be listed) in `lake`. Other errors are
 /// returned as they are.

@@ -22,13 +22,28 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let encoding = crate::opts::message_encoding(&a.messages, &a.lake)?;
     let dbs = crate::opts::databases(&a.lookup)?;
     let rt = silt_query::runtime()?;
-    let session = rt
-        .block_on(silt_query::open(&a.lake))?
-        .with_lookups(std::sync::Arc::new(dbs.unwrap_or_default()));
+    let dbs = std::sync::Arc::new(dbs.unwrap_or_default());
+    let open = || -> anyhow::Result<silt_query::SiltSession> {
+        Ok(rt
+            .block_on(silt_query::open(&a.lake))?
+            .with_lookups(dbs.clone()))
+    };
+    let mut session = open()?;
     for w in session.warnings() {
         eprintln!("warning: {w}");
     }
-    let r = rt.block_on(session.query(&a.sql))?;
+    // The rows are collected before any is produced: a run that lost a file to another
+    // process's compaction runs again on a fresh listing.
+    let mut retry = silt_query::LostFileRetry::default();
+    let r = loop {
+        match rt.block_on(session.query(&a.sql)) {
+            Ok(r) => break r,
+            Err(e) => {
+                retry.after(e, false)?;
+                session = open()?;
+            }
+        }
+    };
     let t0 = std::time::Instant::now();
     let p = silt_kafka::export::produce_rows(
         &client,

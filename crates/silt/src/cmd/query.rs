@@ -66,12 +66,9 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         OutputFormat::Csv | OutputFormat::Json | OutputFormat::Ndjson
     );
     let mut run = |out: &mut dyn Write| -> anyhow::Result<(u64, silt_query::ScanStats)> {
-        // A file listed and then removed by a compaction or retention in another process: the
-        // lake listed again is whole, so the query runs again, as long as nothing was written.
-        // A compaction commits a group every few milliseconds, so a query may have to wait
-        // until it is done: for up to a minute, with pauses that grow to a second.
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(20);
+        // A file listed and then removed by another process's compaction or retention: run
+        // again on a fresh listing while nothing was written (see `LostFileRetry`).
+        let mut retry = silt_query::LostFileRetry::default();
         loop {
             let mut counted = Counted { out, bytes: 0 };
             let res = rt.block_on(async {
@@ -84,20 +81,9 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
                 }
             });
             match res {
-                Err(e)
-                    if silt_query::lost_a_file(&e)
-                        && counted.bytes == 0
-                        && started.elapsed() < std::time::Duration::from_secs(60) =>
-                {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
-                    session = open()?;
-                }
                 Err(e) if silt_query::lost_a_file(&e) => {
-                    return Err(e.context(
-                        "a file of the lake was removed while the query read it (a `silt compact` \
-or `silt retain` running?): run the query again",
-                    ))
+                    retry.after(e, counted.bytes > 0)?;
+                    session = open()?;
                 }
                 Err(e) if format!("{e:#}").contains("queries are read-only") => {
                     return Err(anyhow::anyhow!(
