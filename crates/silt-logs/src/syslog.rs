@@ -5,7 +5,10 @@
 //!
 //! Columns: `timestamp` (the time column), `facility` and `severity` (names such as `auth`,
 //! `err`, from the priority; null without one), `hostname`, `appname`, `procid`, `msgid`,
-//! `structured_data` (JSON text `{"id":{"param":"value"}}`, null when absent), `message`.
+//! `structured_data` (JSON text `{"id":{"param":"value"}}` with RFC 5424's `\"`, `\\` and `\]`
+//! escapes undone, null when absent), `message` (without RFC 5424's leading byte order mark).
+//! syslogd's own `last message repeated N times` notes keep that text as the message, with no
+//! program (and no host in BSD's `--- ... ---` form).
 //! RFC 3164 timestamps have no year and no zone: they are taken as UTC in `LogOptions::syslog_year`
 //! or else the current year (the previous year when that would put them more than a day in
 //! the future). Table `syslog.<file stem>`.
@@ -119,7 +122,7 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
                 let params = e
                     .params
                     .iter()
-                    .map(|(k, v)| (k.to_string(), Value::Str(v.to_string())))
+                    .map(|(k, v)| (k.to_string(), Value::Str(sd_unescape(v))))
                     .collect();
                 (e.id.to_string(), Value::Object(params))
             })
@@ -131,6 +134,19 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
         Some(ProcId::Name(n)) => Value::Str(n.to_string()),
         None => Value::Null,
     };
+    // RFC 5424 lets MSG start with a byte order mark to say it is UTF-8; it is not text.
+    let mut message = m.msg.strip_prefix('\u{feff}').unwrap_or(m.msg).to_string();
+    let (mut hostname, mut appname) = (m.hostname, m.appname);
+    // syslogd's own notes, which have no program: BSD's `--- last message repeated 2 times ---`
+    // (no host either) and sysklogd's `host last message repeated 2 times`.
+    if hostname == Some("---") {
+        if let Some(at) = line.find("--- ") {
+            (hostname, appname, message) = (None, None, line[at..].to_string());
+        }
+    } else if appname == Some("last") && message.starts_with("message repeated ") {
+        appname = None;
+        message.insert_str(0, "last ");
+    }
     Some(Value::Object(vec![
         (
             TIME_FIELD.into(),
@@ -139,13 +155,34 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
         ),
         ("facility".into(), s(m.facility.map(|f| f.as_str()))),
         ("severity".into(), s(m.severity.map(|f| f.as_str()))),
-        ("hostname".into(), s(m.hostname)),
-        ("appname".into(), s(m.appname)),
+        ("hostname".into(), s(hostname)),
+        ("appname".into(), s(appname)),
         ("procid".into(), procid),
         ("msgid".into(), s(m.msgid)),
         ("structured_data".into(), sd),
-        ("message".into(), Value::Str(m.msg.to_string())),
+        ("message".into(), Value::Str(message)),
     ]))
+}
+
+/// An RFC 5424 PARAM-VALUE with its escapes (`\"`, `\\`, `\]`) undone; a backslash before
+/// anything else stays, as the RFC says.
+fn sd_unescape(v: &str) -> String {
+    if !v.contains('\\') {
+        return v.to_string();
+    }
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(&n @ ('"' | '\\' | ']')) = chars.peek() {
+                out.push(n);
+                chars.next();
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The syslog decoder for one stream.
@@ -231,5 +268,38 @@ mod tests {
         ] {
             assert_eq!(probe(no), None, "{}", String::from_utf8_lossy(no));
         }
+    }
+
+    #[test]
+    fn escapes_bom_and_syslogd_notes() {
+        let get = |l: &str, k: &str| {
+            let Some(Value::Object(o)) = parse_line(l, Some(2024)) else {
+                panic!("{l}")
+            };
+            o.into_iter().find(|(n, _)| n == k).unwrap().1
+        };
+        let l = "<165>1 2003-10-11T22:14:15.003Z host app - ID47 [ex@1 a=\"q\\\"x\\\\y\\]z\\n\"] \u{feff}msg";
+        assert_eq!(
+            get(l, "structured_data"),
+            Value::Str(r#"{"ex@1":{"a":"q\"x\\y]z\\n"}}"#.into())
+        );
+        assert_eq!(get(l, "message"), Value::Str("msg".into()));
+        let l = "Mar 24 17:00:00 --- last message repeated 2 times ---";
+        assert_eq!(get(l, "hostname"), Value::Null);
+        assert_eq!(get(l, "appname"), Value::Null);
+        assert_eq!(
+            get(l, "message"),
+            Value::Str("--- last message repeated 2 times ---".into())
+        );
+        let l = "Mar 24 17:00:00 gw last message repeated 3 times";
+        assert_eq!(get(l, "hostname"), Value::Str("gw".into()));
+        assert_eq!(get(l, "appname"), Value::Null);
+        assert_eq!(
+            get(l, "message"),
+            Value::Str("last message repeated 3 times".into())
+        );
+        // A program really named `last` keeps its name.
+        let l = "Mar 24 17:00:00 gw last: wtmp begins";
+        assert_eq!(get(l, "appname"), Value::Str("last".into()));
     }
 }

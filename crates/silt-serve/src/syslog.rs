@@ -107,36 +107,40 @@ pub async fn serve_udp(
     stats: Arc<SyslogStats>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let source = format!(
-        "syslog udp {}",
-        socket
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default()
-    );
     let mut buf = vec![0u8; 65536];
     loop {
         let first = tokio::select! {
             r = socket.recv_from(&mut buf) => r,
             _ = stop.wait_for(|s| *s) => return,
         };
-        let Ok((n, _)) = first else { continue };
-        let mut body = Vec::new();
-        push_message(&mut body, &buf[..n]);
+        let Ok((n, peer)) = first else { continue };
+        // What else arrived meanwhile shares an entry with what its sender sent: an entry's
+        // source (what a reject names) is the sender, as for TCP.
+        let mut bodies: Vec<(std::net::SocketAddr, Vec<u8>)> = vec![(peer, Vec::new())];
+        let mut index: hashbrown::HashMap<std::net::SocketAddr, usize> = [(peer, 0)].into();
+        push_message(&mut bodies[0].1, &buf[..n]);
+        let mut total = bodies[0].1.len();
         let mut count = 1;
-        // What else arrived meanwhile shares the entry.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(5);
-        while body.len() < MAX_MESSAGE {
+        while total < MAX_MESSAGE {
             match tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await {
-                Ok(Ok((n, _))) => {
-                    push_message(&mut body, &buf[..n]);
+                Ok(Ok((n, peer))) => {
+                    let i = *index.entry(peer).or_insert_with(|| {
+                        bodies.push((peer, Vec::new()));
+                        bodies.len() - 1
+                    });
+                    let before = bodies[i].1.len();
+                    push_message(&mut bodies[i].1, &buf[..n]);
+                    total += bodies[i].1.len() - before;
                     count += 1;
                 }
                 _ => break,
             }
         }
         stats.messages.fetch_add(count, Ordering::Relaxed);
-        append(&shared, &table, &source, body).await;
+        for (peer, body) in bodies {
+            append(&shared, &table, &format!("syslog udp {peer}"), body).await;
+        }
     }
 }
 

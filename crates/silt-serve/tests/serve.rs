@@ -565,7 +565,7 @@ async fn syslog_from_logger_over_udp_and_tcp() {
     ];
     let server = Server::start(cfg).await.unwrap();
     let addr = server.http_addr.unwrap();
-    tokio::task::spawn_blocking(move || {
+    let bad_sender = tokio::task::spawn_blocking(move || {
         let logger = |args: &[&str]| {
             let st = std::process::Command::new("logger")
                 .args(args)
@@ -608,6 +608,10 @@ async fn syslog_from_logger_over_udp_and_tcp() {
             "app",
             "newline message",
         ]);
+        // A datagram that is no syslog (not UTF-8): its reject names its sender.
+        let bad = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        bad.send_to(b"<13>Mar 24 17:00:00 h app: \xff\xfe\n", udp)
+            .unwrap();
         wait_count(addr, "syslog.messages", 3);
         wait_count(addr, "net.syslog", 2);
         let v = query(addr, "SELECT * FROM net.syslog");
@@ -616,10 +620,28 @@ async fn syslog_from_logger_over_udp_and_tcp() {
             text.contains("counted message") && text.contains("newline message"),
             "{text}"
         );
+        bad.local_addr().unwrap()
     })
     .await
     .unwrap();
     server.shutdown().await.unwrap();
+    let mut rejects = String::new();
+    let mut dirs = vec![d.path().join("lake/_rejects")];
+    while let Some(dir) = dirs.pop() {
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                rejects += &std::fs::read_to_string(p).unwrap();
+            }
+        }
+    }
+    let bad_sender = bad_sender.to_string();
+    assert!(
+        rejects.contains(&format!("\"source\":\"syslog udp {bad_sender}\"")),
+        "{rejects}"
+    );
 }
 
 /// Rows the Delta log of `table` counts, after checking it names exactly the files silt lists
