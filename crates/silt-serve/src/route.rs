@@ -1,10 +1,12 @@
 //! Routes: which table a Forward tag goes to (`--route 'docker.**=docker.nginx'`).
 //!
-//! Patterns follow fluentd's `<match>`: parts separated by `.`, `*` matches one part, `**` zero or
-//! more parts, `{a,b}` one of several patterns. The first route that matches wins. A tag no route
-//! matches goes to the table named like it: lower-cased, characters other than `[a-z0-9_]` as
-//! `_`, the first part the module and the rest joined with `_` (`app.web.access` →
-//! `app.web_access`, a one-part tag `nginx` → `forward.nginx`).
+//! Patterns follow fluentd's `<match>`: parts separated by `.`, `*` matches within one part
+//! (`app.*`, `app.web*`), `**` zero or more parts, `{a,b}` one of several patterns, anywhere in
+//! the pattern (`app.{web,api}.access`, `{sys.*,kern}`). A pattern with unbalanced braces or an
+//! empty part is refused when the route is parsed. The first route that matches wins. A tag no
+//! route matches goes to the table named like it: lower-cased, characters other than
+//! `[a-z0-9_]` as `_`, the first part the module and the rest joined with `_` (`app.web.access`
+//! → `app.web_access`, a one-part tag `nginx` → `forward.nginx`).
 //!
 //! Touches nothing.
 
@@ -15,6 +17,77 @@ use silt_core::TableName;
 pub struct Route {
     pub pattern: String,
     pub table: TableName,
+    /// The pattern with its braces expanded: each alternative as its parts.
+    alternatives: Vec<Vec<String>>,
+}
+
+/// The most alternatives one pattern's braces may expand to.
+const MAX_ALTERNATIVES: usize = 1024;
+
+/// `pattern` with every `{a,b}` expanded (nested ones too), or why it cannot be.
+fn expand(pattern: &str) -> Result<Vec<String>, String> {
+    let Some(open) = pattern.find('{') else {
+        if pattern.contains('}') {
+            return Err("a '}' without its '{'".into());
+        }
+        return Ok(vec![pattern.to_string()]);
+    };
+    if pattern[..open].contains('}') {
+        return Err("a '}' without its '{'".into());
+    }
+    // The matching brace, and the top-level commas between.
+    let (mut depth, mut close, mut cuts) = (0usize, None, vec![open]);
+    for (i, c) in pattern[open..].char_indices().map(|(i, c)| (open + i, c)) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            ',' if depth == 1 => cuts.push(i),
+            _ => {}
+        }
+    }
+    let close = close.ok_or("a '{' without its '}'")?;
+    cuts.push(close);
+    let (head, tail) = (&pattern[..open], &pattern[close + 1..]);
+    let mut out = Vec::new();
+    for w in cuts.windows(2) {
+        let choice = pattern[w[0] + 1..w[1]].trim();
+        for rest in expand(&format!("{head}{choice}{tail}"))? {
+            out.push(rest);
+            if out.len() > MAX_ALTERNATIVES {
+                return Err(format!("more than {MAX_ALTERNATIVES} alternatives"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether one part matches a part of the pattern, `*` matching any run of characters.
+fn glob(pat: &str, part: &str) -> bool {
+    match pat.split_once('*') {
+        None => pat == part,
+        Some((pre, rest)) => {
+            let Some(mut left) = part.strip_prefix(pre) else {
+                return false;
+            };
+            // Greedy enough for patterns of a few stars: try every place the rest could start.
+            loop {
+                if glob(rest, left) {
+                    return true;
+                }
+                let mut chars = left.chars();
+                if chars.next().is_none() {
+                    return false;
+                }
+                left = chars.as_str();
+            }
+        }
+    }
 }
 
 impl Route {
@@ -32,9 +105,21 @@ impl Route {
             !pattern.trim().is_empty(),
             "--route {spec:?}: empty pattern"
         );
+        let alternatives: Vec<Vec<String>> = expand(pattern.trim())
+            .map_err(|e| anyhow::anyhow!("--route {spec:?}: the pattern has {e}"))?
+            .into_iter()
+            .map(|a| a.split('.').map(str::to_string).collect())
+            .collect();
+        anyhow::ensure!(
+            alternatives
+                .iter()
+                .all(|parts: &Vec<String>| parts.iter().all(|p| !p.is_empty())),
+            "--route {spec:?}: the pattern has an empty part (two dots, or a dot at an end)"
+        );
         Ok(Self {
             pattern: pattern.trim().to_string(),
             table,
+            alternatives,
         })
     }
 }
@@ -43,7 +128,7 @@ impl Route {
 pub fn resolve(routes: &[Route], tag: &str) -> TableName {
     let parts: Vec<&str> = tag.split('.').collect();
     for r in routes {
-        if matches(&r.pattern, &parts) {
+        if r.alternatives.iter().any(|a| match_parts(a, &parts)) {
             return r.table.clone();
         }
     }
@@ -79,20 +164,12 @@ fn default_table(tag: &str) -> TableName {
     TableName::parse(&name).unwrap_or_else(|| TableName::parse("forward.unnamed").expect("valid"))
 }
 
-fn matches(pattern: &str, tag: &[&str]) -> bool {
-    if let Some(inner) = pattern.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
-        return inner.split(',').any(|p| matches(p.trim(), tag));
-    }
-    let pat: Vec<&str> = pattern.split('.').collect();
-    match_parts(&pat, tag)
-}
-
-fn match_parts(pat: &[&str], tag: &[&str]) -> bool {
+fn match_parts(pat: &[String], tag: &[&str]) -> bool {
     match pat.split_first() {
         None => tag.is_empty(),
-        Some((&"**", rest)) => (0..=tag.len()).any(|i| match_parts(rest, &tag[i..])),
+        Some((p, rest)) if p == "**" => (0..=tag.len()).any(|i| match_parts(rest, &tag[i..])),
         Some((p, rest)) => match tag.split_first() {
-            Some((t, trest)) => (*p == "*" || p == t) && match_parts(rest, trest),
+            Some((t, trest)) => glob(p, t) && match_parts(rest, trest),
             None => false,
         },
     }
@@ -120,5 +197,29 @@ mod tests {
         assert_eq!(t("my-app.Web"), "my_app.web");
         assert!(Route::parse("nope").is_err());
         assert!(Route::parse("a=Bad Table").is_err());
+        // Braces anywhere (nested too), stars within a part.
+        let routes = vec![
+            Route::parse("app.{web,api.{v1,v2}}.access=web.access").unwrap(),
+            Route::parse("k8s.*-prod.**=k8s.prod").unwrap(),
+        ];
+        let t = |tag: &str| resolve(&routes, tag).to_string();
+        assert_eq!(t("app.web.access"), "web.access");
+        assert_eq!(t("app.api.v2.access"), "web.access");
+        assert_eq!(t("app.api.v3.access"), "app.api_v3_access");
+        assert_eq!(t("k8s.shop-prod"), "k8s.prod");
+        assert_eq!(t("k8s.shop-prod.nginx.x"), "k8s.prod");
+        assert_eq!(t("k8s.shop-dev"), "k8s.shop_dev");
+        for bad in [
+            "x.{a,b=a.b",
+            "x.a,b}=a.b",
+            "x.}{=a.b",
+            "x..y=a.b",
+            "x.=a.b",
+            "{a,}=a.b",
+            "{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}{s,t}{u,v}=a.b",
+        ] {
+            let e = Route::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("the pattern has"), "{bad}: {e}");
+        }
     }
 }
