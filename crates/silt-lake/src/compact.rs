@@ -312,11 +312,7 @@ pub fn compact(
     obs: &mut dyn CompactObserver,
 ) -> anyhow::Result<CompactReport> {
     let started = Instant::now();
-    anyhow::ensure!(
-        root.is_dir(),
-        "lake {} is not a directory: give the --lake an import wrote",
-        root.display()
-    );
+    layout::require_lake_dir(root)?;
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = CompactReport::default();
     if !opts.dry_run {

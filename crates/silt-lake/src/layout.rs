@@ -167,6 +167,29 @@ pub fn tables(root: &Path) -> anyhow::Result<Vec<TableName>> {
     Ok(out)
 }
 
+/// Refuses a `root` that is no lake before maintenance (compact, vacuum, retain) touches it:
+/// its lock would create `_silt/` there, and vacuum removes what a lake should not hold. A lake
+/// is a directory that holds `_silt/` or a table directory (`module.type`), or is empty (a lake
+/// with nothing in it yet).
+pub fn require_lake_dir(root: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        root.is_dir(),
+        "lake {} is not a directory: give the --lake an import wrote",
+        root.display()
+    );
+    let empty = std::fs::read_dir(root)
+        .with_context(|| format!("cannot read lake {}", root.display()))?
+        .next()
+        .is_none();
+    anyhow::ensure!(
+        empty || root.join("_silt").is_dir() || !tables(root)?.is_empty(),
+        "{} holds no silt lake (no _silt/ and no table directory such as zeek.conn): give the \
+         --lake an import wrote",
+        root.display()
+    );
+    Ok(())
+}
+
 /// One data file of a table.
 #[derive(Debug, Clone)]
 pub struct DataFile {
@@ -373,6 +396,24 @@ pub fn partitioning_of_rel(rel: &Path) -> Option<Partitioning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lake_is_empty_or_holds_silt_or_a_table() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        require_lake_dir(root).unwrap();
+        std::fs::write(root.join("notes.txt"), "x").unwrap();
+        std::fs::create_dir(root.join("photos")).unwrap();
+        let e = require_lake_dir(root).unwrap_err().to_string();
+        assert!(e.contains("holds no silt lake"), "{e}");
+        assert!(!root.join("_silt").exists());
+        std::fs::create_dir(root.join("zeek.conn")).unwrap();
+        require_lake_dir(root).unwrap();
+        let e = require_lake_dir(&root.join("notes.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a directory"), "{e}");
+    }
 
     #[test]
     fn partition_dirs() {

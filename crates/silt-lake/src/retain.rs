@@ -264,11 +264,7 @@ pub fn retain_with(
     before_drop: &mut dyn FnMut(&Path),
 ) -> anyhow::Result<RetainReport> {
     // Before the lock, which would create `_silt/` in a mistyped path.
-    anyhow::ensure!(
-        root.is_dir(),
-        "lake {} is not a directory: give the --lake an import wrote",
-        root.display()
-    );
+    layout::require_lake_dir(root)?;
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = RetainReport::default();
     let tables = layout::tables(root)?;

@@ -77,11 +77,7 @@ fn age(md: &fs::Metadata, now: SystemTime) -> Duration {
 
 /// Vacuums `root` (see the module documentation).
 pub fn vacuum(root: &Path, opts: &VacuumOptions, now: SystemTime) -> anyhow::Result<VacuumReport> {
-    anyhow::ensure!(
-        root.is_dir(),
-        "lake {} is not a directory: give the --lake an import wrote",
-        root.display()
-    );
+    layout::require_lake_dir(root)?;
     let lock = MaintenanceLock::acquire(root)?;
     let mut rep = VacuumReport::default();
     let r = ImportLog::open(root)?.recover_or_survey(opts.dry_run)?;
