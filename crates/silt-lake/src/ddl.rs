@@ -80,6 +80,8 @@ pub struct TableLayout {
     /// The table has a Delta Lake log (`--table-format delta`): Spark reads it `USING DELTA`,
     /// Trino through its Delta Lake connector (`register_table`), Athena as `table_type DELTA`.
     pub delta: bool,
+    /// The table has no data file (a retention emptied it; the schema is the one it kept).
+    pub empty: bool,
 }
 
 /// Options of `silt ddl`.
@@ -207,6 +209,7 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
         dt_range: dts.first().cloned().zip(dts.last().cloned()),
         delta: crate::delta::Lake::of(lake).has_log(&table.to_string())?,
         lake: root,
+        empty: files.is_empty(),
     })
 }
 
@@ -418,6 +421,32 @@ pub fn create_statement(t: &TableLayout, o: &DdlOptions) -> anyhow::Result<Strin
                 let _ = writeln!(s, "MSCK REPAIR TABLE {qname};");
             }
         }
+        Dialect::DuckDb if t.empty => {
+            if let Some((schema, _)) = name.rsplit_once('.') {
+                let _ = writeln!(s, "CREATE SCHEMA IF NOT EXISTS {};", quote(schema, d));
+            }
+            // read_parquet fails on a glob that matches nothing: the view has the table's
+            // columns and no rows until files come (then `silt ddl` again reads them).
+            let mut cols = Vec::new();
+            for f in t.schema.fields() {
+                cols.push(format!(
+                    "CAST(NULL AS {}) AS {}",
+                    duckdb_type(f.data_type(), f.name())?,
+                    quote(f.name(), d)
+                ));
+            }
+            for (n, ty) in parts {
+                cols.push(format!("CAST(NULL AS {}) AS {}", ty.name(d), quote(n, d)));
+            }
+            let _ = writeln!(
+                s,
+                "-- {} has no data files now (a retention emptied it): no rows until an import \
+                 writes some; run silt ddl again then.",
+                t.table
+            );
+            let _ = writeln!(s, "CREATE OR REPLACE VIEW {qname} AS");
+            let _ = writeln!(s, "SELECT * FROM (SELECT {}) WHERE false;", cols.join(", "));
+        }
         Dialect::DuckDb => {
             if let Some((schema, _)) = name.rsplit_once('.') {
                 let _ = writeln!(s, "CREATE SCHEMA IF NOT EXISTS {};", quote(schema, d));
@@ -487,6 +516,63 @@ fn quote(name: &str, d: Dialect) -> String {
 /// A single-quoted SQL string literal.
 fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// DuckDB's name for the type of column `name` (its own syntax: `VARCHAR[]`, `STRUCT(...)`,
+/// unsigned integers, `TIMESTAMPTZ` for times with a zone), as `read_parquet` would type the
+/// column.
+fn duckdb_type(t: &DataType, name: &str) -> anyhow::Result<String> {
+    Ok(match t {
+        DataType::Null => "INTEGER".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INTEGER".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::UInt8 => "UTINYINT".into(),
+        DataType::UInt16 => "USMALLINT".into(),
+        DataType::UInt32 => "UINTEGER".into(),
+        DataType::UInt64 => "UBIGINT".into(),
+        DataType::Float16 | DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "VARCHAR".into(),
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => "BLOB".into(),
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMPTZ".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Dictionary(_, v) => duckdb_type(v, name)?,
+        DataType::List(i) | DataType::LargeList(i) | DataType::FixedSizeList(i, _) => {
+            format!("{}[]", duckdb_type(i.data_type(), name)?)
+        }
+        DataType::Struct(fields) => {
+            let members = fields
+                .iter()
+                .map(|c| {
+                    Ok(format!(
+                        "{} {}",
+                        quote(c.name(), Dialect::DuckDb),
+                        duckdb_type(c.data_type(), c.name())?
+                    ))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            format!("STRUCT({})", members.join(", "))
+        }
+        DataType::Map(entries, _) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                anyhow::bail!("column {name}: malformed map type");
+            };
+            format!(
+                "MAP({}, {})",
+                duckdb_type(kv[0].data_type(), name)?,
+                duckdb_type(kv[1].data_type(), name)?
+            )
+        }
+        other => anyhow::bail!("column {name}: type {other} has no equivalent in DuckDB"),
+    })
 }
 
 /// The column type of a field in a dialect (Athena and Spark share Hive's type syntax).

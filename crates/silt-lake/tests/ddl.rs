@@ -356,6 +356,63 @@ print(q("SELECT typeof(hour) FROM zeek_conn LIMIT 1")[0][0])
     );
 }
 
+/// A table a retention emptied: DuckDB's view has the columns (typed as read_parquet types
+/// them from the files) and no rows, where a glob over no files would fail.
+#[test]
+fn duckdb_view_of_an_emptied_table_has_its_columns_and_no_rows() {
+    let Some(py) =
+        python().or_else(|| silt_testkit::skip("duckdb (scripts/pyenv.sh) is not available"))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    build_lake(dir.path(), Partitioning::Hour, StoreKind::Parquet);
+    let table = TableName::new("zeek", "conn");
+    let opts = DdlOptions {
+        dialect: Dialect::DuckDb,
+        location: None,
+        name: None,
+    };
+    let describe = |sql: &str| {
+        let file = dir.path().join("create.sql");
+        std::fs::write(&file, sql).unwrap();
+        let code = r#"
+import duckdb, sys
+con = duckdb.connect()
+con.execute(open(sys.argv[1]).read())
+print([tuple(r[:2]) for r in con.execute("DESCRIBE zeek_conn").fetchall()])
+print(con.execute("SELECT count(*) FROM zeek_conn").fetchall()[0][0])
+"#;
+        let out = Command::new(&py)
+            .arg("-c")
+            .arg(code)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "duckdb failed on\n{sql}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let layout = ddl::table_layout(dir.path(), &table).unwrap();
+    assert!(!layout.empty);
+    let full = describe(&ddl::create_statement(&layout, &opts).unwrap());
+    assert!(full.ends_with(&format!("\n{ROWS}\n")), "{full}");
+    // What `silt retain` leaves of a table whose every partition it dropped.
+    silt_lake::emptied::save(dir.path(), &table, &layout.schema, false).unwrap();
+    std::fs::remove_dir_all(dir.path().join("zeek.conn")).unwrap();
+    let layout = ddl::table_layout(dir.path(), &table).unwrap();
+    assert!(layout.empty);
+    let sql = ddl::create_statement(&layout, &opts).unwrap();
+    assert!(sql.contains("no data files now"), "{sql}");
+    let empty = describe(&sql);
+    let columns = |s: &str| s.lines().next().unwrap().to_string();
+    assert_eq!(columns(&empty), columns(&full), "{sql}");
+    assert!(empty.ends_with("\n0\n"), "{empty}");
+}
+
 #[test]
 fn duckdb_reads_the_types_the_hive_dialects_declare() {
     // DuckDB cannot run Hive DDL, but it can check that the Parquet values fit the declared types

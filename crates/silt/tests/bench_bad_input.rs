@@ -119,6 +119,15 @@ fn nothing_to_measure_is_an_error() {
     assert!(stderr.contains("nothing to measure"), "{stderr}");
     assert!(!out.join("index.html").exists());
 
+    // A report path that is a file: said before anything is read, the file left alone.
+    let o = bench(&[blank.to_str().unwrap(), "--out", blank.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is a file, and the report is a directory"),
+        "{stderr}"
+    );
+
     // Every table under --min-events: said with the counts.
     let eve = write_eve(dir.path());
     let o = bench(&[&eve, "--out", out.to_str().unwrap(), "--min-events", "10"]);

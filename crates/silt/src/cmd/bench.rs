@@ -15,6 +15,13 @@ use crate::cli::BenchArgs;
 use crate::{opts, progress};
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    // The report is a directory (created when missing): said before any input is read.
+    anyhow::ensure!(
+        !a.out.exists() || a.out.is_dir(),
+        "--out {}: is a file, and the report is a directory (index.html and its files); give a \
+         directory, a new one is created",
+        a.out.display()
+    );
     let stores: Vec<StoreKind> = a
         .stores
         .iter()
