@@ -9,7 +9,10 @@
 //!   fsynced write-ahead log; `400` bad table or format, `401` missing token, `413` body (or its
 //!   decompressed form) over `--max-body`, `429` the log's queue is full, `503` the lake writer is
 //!   behind by more than the memory budget. Every error is JSON `{"error": "..."}`.
-//! - `GET|POST /v1/query`: SQL in the body or `?q=`; `?format=` or `Accept` picks json
+//!   `?wait=visible` answers once the events are queryable too (`"visible": true`; false when
+//!   that took over 10 s), for read-your-writes.
+//! - `GET|POST /v1/query`: SQL in the body or `?q=`; `?after=SEQ` runs it once the log's record
+//!   SEQ (an ingest answer's `seq`) is queryable; `?format=` or `Accept` picks json
 //!   (default), ndjson, csv or arrow (an Arrow IPC stream). Read-only (the same rules as
 //!   `silt query`), with `--query-timeout` and `--query-memory`; `429` (with `Retry-After: 1`)
 //!   when `--max-queries` are running already.
@@ -154,7 +157,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[derive(Deserialize, Default)]
 struct IngestParams {
     format: Option<String>,
+    /// `visible`: answer once the events are queryable too, not only durable.
+    wait: Option<String>,
 }
+
+/// How long `?wait=visible` and `/v1/query?after=` wait for events to become queryable.
+const VISIBLE_WAIT: Duration = Duration::from_secs(10);
 
 async fn ingest(
     State(s): State<Arc<Shared>>,
@@ -201,6 +209,16 @@ async fn ingest(
     if let Err(e) = silt_ingest::registry::require(&format) {
         return error(StatusCode::BAD_REQUEST, format!("{e:#}"));
     }
+    let wait_visible = match p.wait.as_deref() {
+        None | Some("durable") => false,
+        Some("visible") => true,
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("wait={other:?}: use wait=visible (answer once the events are queryable) or leave it out"),
+            )
+        }
+    };
     let limit = s.cfg.max_body;
     let raw = match read_body(body, limit, BODY_TIMEOUT).await {
         Ok(b) => b,
@@ -266,6 +284,13 @@ async fn ingest(
             s.metrics
                 .http_ingest_bytes
                 .fetch_add(n as u64, Ordering::Relaxed);
+            if wait_visible {
+                // Durable either way; `visible` says whether a query now sees the events.
+                let visible = s.wait_visible(seq, VISIBLE_WAIT).await;
+                return json(
+                    serde_json::json!({"status": "durable", "seq": seq, "bytes": n, "visible": visible}),
+                );
+            }
             json(serde_json::json!({"status": "durable", "seq": seq, "bytes": n}))
         }
         Ok(Some(Appended::Duplicate)) => {
@@ -385,6 +410,8 @@ fn json(v: serde_json::Value) -> Response {
 struct QueryParams {
     q: Option<String>,
     format: Option<String>,
+    /// Run once the log's record `after` (an ingest answer's `seq`) is queryable.
+    after: Option<u64>,
 }
 
 /// Output formats of `/v1/query`.
@@ -451,6 +478,32 @@ async fn query(
             return r;
         }
     };
+    if let Some(seq) = p.after {
+        let last = s.wal.stats.last_seq.load(Ordering::Relaxed);
+        if seq > last {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "after={seq}: the log's last record is {last}; give the seq an ingest answered"
+                ),
+            );
+        }
+        if !s
+            .wait_visible(seq, VISIBLE_WAIT.min(s.cfg.query_timeout))
+            .await
+        {
+            let mut r = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "record {seq} is not queryable yet (decoded up to {}): the server is behind; retry",
+                    s.ingest.visible_seq.load(Ordering::Relaxed)
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return r;
+        }
+    }
     let started = Instant::now();
     let result = tokio::time::timeout(s.cfg.query_timeout, s.run_query(&sql)).await;
     let result = match result {

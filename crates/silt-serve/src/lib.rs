@@ -316,6 +316,24 @@ impl Shared {
         self.ingest.memory_bytes.load(Ordering::Relaxed) as usize > self.cfg.memory_bytes
     }
 
+    /// Waits until log record `seq` is decoded, so a query sees its rows (read-your-writes:
+    /// an acknowledgement means durable, and rows become queryable a moment later). `false`
+    /// when that took longer than `limit`.
+    pub async fn wait_visible(&self, seq: u64, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            if self.ingest.visible_seq.load(Ordering::Relaxed) >= seq {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// A query session over the lake and the rows in memory, as they are now, with the pin
     /// that keeps maintenance from removing the files it may read: hold it until the query's
     /// results are out ([`live::IndexUpdate::replace_before_removal`]).
@@ -660,6 +678,8 @@ impl Server {
         )?;
         let stats = Arc::new(IngestStats::default());
         stats.flushed_seq.store(covered, Ordering::Relaxed);
+        // What the lake holds is queryable (`wait_visible` after a restart).
+        stats.visible_seq.store(covered, Ordering::Relaxed);
         let ingest = ingest::start(
             ingest::IngestConfig {
                 target,

@@ -751,3 +751,62 @@ async fn flushes_commit_to_a_delta_log_and_a_restart_takes_a_dead_flushs_files_o
     .unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// Read-your-writes: `?wait=visible` answers once a query sees the events, and a query with
+/// `?after=SEQ` runs once the record is queryable; either way every event posted is counted
+/// by the very next query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_after_wait_visible_or_after_seq_sees_the_events() {
+    let d = tempfile::tempdir().unwrap();
+    let server = Server::start(config(&d.path().join("lake"))).await.unwrap();
+    let addr = server.http_addr.unwrap();
+    tokio::task::spawn_blocking(move || {
+        for i in 1..=40i64 {
+            let body = format!("{{\"id\":{i}}}\n");
+            if i % 2 == 0 {
+                let (s, v) = post(
+                    addr,
+                    "/v1/ingest/app.events?wait=visible",
+                    "application/x-ndjson",
+                    body.as_bytes(),
+                );
+                assert_eq!((s, &v["visible"]), (200, &serde_json::json!(true)), "{v}");
+                assert_eq!(count(addr, "app.events"), i);
+            } else {
+                let (s, v) = post(
+                    addr,
+                    "/v1/ingest/app.events",
+                    "application/x-ndjson",
+                    body.as_bytes(),
+                );
+                assert_eq!(s, 200, "{v}");
+                let seq = v["seq"].as_u64().unwrap();
+                let (s, r) = post(
+                    addr,
+                    &format!("/v1/query?format=json&after={seq}"),
+                    "application/sql",
+                    b"SELECT count(*) AS n FROM app.events",
+                );
+                assert_eq!(s, 200, "{r}");
+                assert_eq!(r[0]["n"], i, "after {seq}");
+            }
+        }
+        let (s, v) = post(
+            addr,
+            "/v1/query?after=1000000",
+            "application/sql",
+            b"SELECT 1",
+        );
+        assert_eq!(s, 400, "{v}");
+        let (s, v) = post(
+            addr,
+            "/v1/ingest/app.events?wait=forever",
+            "application/x-ndjson",
+            b"{}",
+        );
+        assert_eq!(s, 400, "{v}");
+    })
+    .await
+    .unwrap();
+    server.shutdown().await.unwrap();
+}
