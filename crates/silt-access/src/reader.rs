@@ -67,17 +67,23 @@ fn auto_format() -> Arc<LogFormat> {
 }
 
 /// 85 when the first non-blank lines (up to 5) all parse with the `auto` format (nginx main,
-/// combined or common).
+/// combined or common); 80 when all but one of at least four do (a log whose first lines
+/// include a truncated or garbled one is still an access log; the line is a reject).
 pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
     let lines = p.lines(5);
     if lines.is_empty() {
         return None;
     }
     let mut rows = RowBuilder::new(auto_format(), lines.len());
-    let all = lines
+    let good = lines
         .iter()
-        .all(|l| std::str::from_utf8(l).is_ok_and(|s| rows.push_line(s).is_ok()));
-    all.then_some(85)
+        .filter(|l| std::str::from_utf8(l).is_ok_and(|s| rows.push_line(s).is_ok()))
+        .count();
+    match lines.len() - good {
+        0 => Some(85),
+        1 if lines.len() >= 4 => Some(80),
+        _ => None,
+    }
 }
 
 /// Options of the access-log reader.
@@ -309,6 +315,16 @@ mod tests {
         ] {
             assert_eq!(probe(yes), Some(85), "{}", String::from_utf8_lossy(yes));
         }
+        // One bad line among five (a truncated first line of a rotated log).
+        let line = "10.0.0.1 - - [24/Mar/2024:17:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n";
+        let log = format!("0 +0000] \"GET /x HTTP/1.1\" 200\n{}", line.repeat(4));
+        assert_eq!(probe(log.as_bytes()), Some(80));
+        let log = format!(
+            "garbage\n{}more garbage\n{}",
+            line.repeat(2),
+            line.repeat(2)
+        );
+        assert_eq!(probe(log.as_bytes()), None);
         for no in [
             // One good line, then one that is not.
             &b"10.0.0.1 - - [24/Mar/2024:17:00:00 +0000] \"GET / HTTP/1.1\" 200 612\nhello\n"[..],
