@@ -31,6 +31,9 @@ pub struct TableInfo {
     /// Earliest and latest event time, UTC microseconds.
     pub first_ts: Option<i64>,
     pub last_ts: Option<i64>,
+    /// Files whose footer cannot be read, with why: counted in `files` and `bytes` but not in
+    /// `rows` (queries skip them too, with a warning).
+    pub damaged: Vec<(PathBuf, String)>,
 }
 
 /// Rows, files, bytes and time range of one table.
@@ -52,18 +55,30 @@ pub fn table_info_in(lake: &LakeRoot, name: &TableName) -> anyhow::Result<TableI
         time_column: None,
         first_ts: None,
         last_ts: None,
+        damaged: Vec::new(),
     };
     for f in &files {
-        let (rows, tcol, range) = match (lake, f.store) {
-            (LakeRoot::Dir(_), StoreKind::Parquet) => {
-                parquet_file_facts(File::open(&f.path)?, &f.path)?
+        let facts = match (lake, f.store) {
+            (LakeRoot::Dir(_), StoreKind::Parquet) => File::open(&f.path)
+                .map_err(anyhow::Error::from)
+                .and_then(|file| parquet_file_facts(file, &f.path)),
+            (LakeRoot::Dir(_), StoreKind::Feather) => File::open(&f.path)
+                .map_err(anyhow::Error::from)
+                .and_then(|file| feather_file_facts(file, &f.path)),
+            (LakeRoot::Remote(r), StoreKind::Parquet) => {
+                r.file(f).and_then(|file| parquet_file_facts(file, &f.path))
             }
-            (LakeRoot::Dir(_), StoreKind::Feather) => {
-                feather_file_facts(File::open(&f.path)?, &f.path)?
-            }
-            (LakeRoot::Remote(r), StoreKind::Parquet) => parquet_file_facts(r.file(f)?, &f.path)?,
-            (LakeRoot::Remote(r), StoreKind::Feather) => {
-                feather_file_facts(r.file(f)?.reader(), &f.path)?
+            (LakeRoot::Remote(r), StoreKind::Feather) => r
+                .file(f)
+                .and_then(|file| feather_file_facts(file.reader(), &f.path)),
+        };
+        // One damaged file does not hide the table: it is named, as a query names it.
+        let (rows, tcol, range) = match facts {
+            Ok(facts) => facts,
+            Err(e) => {
+                info.damaged
+                    .push((f.path.clone(), format!("{:#}", e.root_cause())));
+                continue;
             }
         };
         info.rows += rows;

@@ -82,6 +82,8 @@ pub struct TableLayout {
     pub delta: bool,
     /// The table has no data file (a retention emptied it; the schema is the one it kept).
     pub empty: bool,
+    /// Files whose schema cannot be read, with why: left out (queries skip them too).
+    pub damaged: Vec<(PathBuf, String)>,
 }
 
 /// Options of `silt ddl`.
@@ -128,29 +130,42 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
             .join(", ")
     );
     let mut store = StoreKind::Parquet;
+    let mut damaged = Vec::new();
     for f in &files {
         let unreadable = |kind: &str| format!("{} is not a readable {kind} file", f.path.display());
-        let s = match (lake, f.store) {
-            (LakeRoot::Dir(_), StoreKind::Parquet) => {
-                parquet_schema(&File::open(&f.path)?).with_context(|| unreadable("Parquet"))?
-            }
-            (LakeRoot::Remote(r), StoreKind::Parquet) => {
-                parquet_schema(&r.file(f)?).with_context(|| unreadable("Parquet"))?
-            }
-            (_, StoreKind::Feather) => {
-                store = StoreKind::Feather;
-                let r = match lake {
-                    LakeRoot::Dir(_) => arrow::ipc::reader::FileReader::try_new(
-                        Box::new(File::open(&f.path)?) as Box<dyn ReadSeek>,
-                        None,
-                    ),
-                    LakeRoot::Remote(r) => arrow::ipc::reader::FileReader::try_new(
-                        Box::new(r.file(f)?.reader()) as Box<dyn ReadSeek>,
-                        None,
-                    ),
+        if f.store == StoreKind::Feather {
+            store = StoreKind::Feather;
+        }
+        let read = || -> anyhow::Result<Schema> {
+            Ok(match (lake, f.store) {
+                (LakeRoot::Dir(_), StoreKind::Parquet) => {
+                    parquet_schema(&File::open(&f.path)?).with_context(|| unreadable("Parquet"))?
                 }
-                .with_context(|| unreadable("Arrow IPC"))?;
-                r.schema().as_ref().clone()
+                (LakeRoot::Remote(r), StoreKind::Parquet) => {
+                    parquet_schema(&r.file(f)?).with_context(|| unreadable("Parquet"))?
+                }
+                (_, StoreKind::Feather) => {
+                    let r = match lake {
+                        LakeRoot::Dir(_) => arrow::ipc::reader::FileReader::try_new(
+                            Box::new(File::open(&f.path)?) as Box<dyn ReadSeek>,
+                            None,
+                        ),
+                        LakeRoot::Remote(r) => arrow::ipc::reader::FileReader::try_new(
+                            Box::new(r.file(f)?.reader()) as Box<dyn ReadSeek>,
+                            None,
+                        ),
+                    }
+                    .with_context(|| unreadable("Arrow IPC"))?;
+                    r.schema().as_ref().clone()
+                }
+            })
+        };
+        // A damaged file is left out of the schema and named (queries skip it too).
+        let s = match read() {
+            Ok(s) => s,
+            Err(e) => {
+                damaged.push((f.path.clone(), format!("{:#}", e.root_cause())));
+                continue;
             }
         };
         schema = Some(match schema {
@@ -159,6 +174,14 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
             Some(prev) => silt_core::schema::unify_schemas(&prev, &s),
         });
     }
+    let Some(schema) = schema else {
+        let (path, why) = &damaged[0];
+        anyhow::bail!(
+            "no file of table {table} is readable ({} damaged; the first, {}: {why})",
+            damaged.len(),
+            path.display()
+        );
+    };
     // The lake's record of the table's partitioning (directories for lakes without one).
     let partitioning = match lake {
         LakeRoot::Dir(d) => crate::granularity::current(d, table)?.map(|r| r.partitioning()),
@@ -203,13 +226,14 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
     dts.dedup();
     Ok(TableLayout {
         table: table.clone(),
-        schema: schema.expect("a file or a kept schema"),
+        schema,
         partitioning,
         store,
         dt_range: dts.first().cloned().zip(dts.last().cloned()),
         delta: crate::delta::Lake::of(lake).has_log(&table.to_string())?,
         lake: root,
         empty: files.is_empty(),
+        damaged,
     })
 }
 

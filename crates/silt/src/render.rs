@@ -141,6 +141,15 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
         .iter()
         .map(|n| catalog::table_info_in(&root, n))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    for i in &infos {
+        for (path, why) in &i.damaged {
+            eprintln!(
+                "warning: {} is not readable ({why}): its rows are not counted, and queries \
+                 skip it; move it out of the lake or restore it",
+                path.display()
+            );
+        }
+    }
     if json {
         let v: Vec<serde_json::Value> = infos
             .iter()
@@ -148,6 +157,7 @@ pub fn tables(lake: &Path, json: bool) -> anyhow::Result<()> {
                 serde_json::json!({
                     "table": i.name.to_string(), "format": table_format(&root, i), "rows": i.rows, "files": i.files, "bytes": i.bytes,
                     "time_column": i.time_column, "first_ts": fmt_ts(i.first_ts), "last_ts": fmt_ts(i.last_ts),
+                    "damaged_files": i.damaged.iter().map(|(p, why)| serde_json::json!({"path": p.display().to_string(), "error": why})).collect::<Vec<_>>(),
                 })
             })
             .collect();

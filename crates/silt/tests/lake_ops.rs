@@ -499,3 +499,119 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     assert!(v.contains("removed 1 temporary file(s)"), "{v}");
     assert!(!stale.exists());
 }
+
+/// A damaged data file (here: cut short) is named and skipped alike by `silt tables`, `silt
+/// ddl` and `silt query`, which all go on with the readable files (tables and ddl failed
+/// outright while query skipped it).
+#[test]
+fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    // Two imports: two files.
+    for seed in ["1", "2"] {
+        let logs = dir.path().join(format!("logs{seed}"));
+        ok(&[
+            "generate",
+            "zeek",
+            "--events",
+            "3000",
+            "--seed",
+            seed,
+            "-o",
+            p(&logs),
+        ]);
+        ok(&[
+            "import",
+            "zeek",
+            p(&logs),
+            "--lake",
+            p(&lake),
+            "--partition",
+            "hour",
+            "-q",
+        ]);
+    }
+    let count = |lake: &Path| {
+        let out = silt(&[
+            "query",
+            "--lake",
+            p(lake),
+            "--format",
+            "csv",
+            "SELECT count(*) AS n FROM zeek.conn",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let n: u64 = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        (n, String::from_utf8(out.stderr).unwrap())
+    };
+    let (all, _) = count(&lake);
+    let mut files: Vec<PathBuf> = walk(&lake.join("zeek.conn"));
+    files.retain(|f| f.extension().is_some_and(|e| e == "parquet"));
+    files.sort();
+    assert!(files.len() > 1, "{files:?}");
+    let victim = &files[0];
+    let victim_rows = parquet::file::reader::FileReader::metadata(
+        &parquet::file::serialized_reader::SerializedFileReader::new(
+            std::fs::File::open(victim).unwrap(),
+        )
+        .unwrap(),
+    )
+    .file_metadata()
+    .num_rows() as u64;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(victim)
+        .unwrap();
+    f.set_len(1000).unwrap();
+    drop(f);
+    let name = victim.file_name().unwrap().to_string_lossy().to_string();
+
+    let (n, stderr) = count(&lake);
+    assert_eq!(n, all - victim_rows);
+    assert!(stderr.contains(&name), "{stderr}");
+    let out = silt(&["tables", "--lake", p(&lake), "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&name) && stderr.contains("not readable"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let conn = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "zeek.conn")
+        .unwrap();
+    assert_eq!(conn["rows"], n);
+    assert_eq!(conn["damaged_files"].as_array().unwrap().len(), 1, "{conn}");
+    let out = silt(&["ddl", "--dialect", "trino", "zeek.conn", "--lake", p(&lake)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&name), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CREATE TABLE"));
+}
+
+/// Every file under `d`.
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -22,6 +22,13 @@ pub fn run(a: DdlArgs) -> anyhow::Result<i32> {
         silt_lake::remote::LakeRoot::Dir(d) => ddl::table_layout(&d, &table)?,
         remote => ddl::table_layout_in(&remote, &table)?,
     };
+    for (path, why) in &layout.damaged {
+        eprintln!(
+            "warning: {} is not readable ({why}): left out of the columns (queries skip it too); \
+             move it out of the lake or restore it",
+            path.display()
+        );
+    }
     let sql = ddl::create_statement(
         &layout,
         &DdlOptions {
