@@ -121,7 +121,7 @@ fn split_digest(chunk: &str) -> (&str, Option<u64>) {
 struct Append {
     entry: Entry,
     /// Taken when answered.
-    done: Option<oneshot::Sender<anyhow::Result<u64>>>,
+    done: Option<oneshot::Sender<anyhow::Result<Appended>>>,
 }
 
 /// Counters of the log, for `/metrics`.
@@ -451,10 +451,8 @@ impl Wal {
             })
             .await
             .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))?;
-        let seq = wait
-            .await
-            .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))??;
-        Ok(Appended::Durable(seq))
+        wait.await
+            .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))?
     }
 
     /// [`Wal::append`] that gives `Ok(None)` at once, without logging, when the writer's queue is
@@ -474,10 +472,9 @@ impl Wal {
                 anyhow::bail!("the write-ahead log has stopped")
             }
         }
-        let seq = wait
-            .await
-            .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))??;
-        Ok(Some(Appended::Durable(seq)))
+        wait.await
+            .map_err(|_| anyhow::anyhow!("the write-ahead log has stopped"))?
+            .map(Some)
     }
 
     /// [`Janitor::release`].
@@ -575,6 +572,44 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+            // A chunk id logged by an earlier group, or twice in this one (a client that resent
+            // while its first request was still queued): answered as the check before the queue
+            // would answer it, and not logged again. The index is only written by this thread,
+            // after each group, so this check sees every chunk logged before.
+            {
+                let idx = self.chunks.lock().expect("not poisoned");
+                let mut here = HashMap::new();
+                group.retain_mut(|a| {
+                    let Some(c) = a.entry.chunk.as_deref() else {
+                        return true;
+                    };
+                    let (id, digest) = split_digest(c);
+                    let known = idx.lookup(c).or_else(|| {
+                        here.get(id).map(|d: &Option<u64>| match (d, digest) {
+                            (Some(a), Some(b)) if *a != b => Appended::Conflict,
+                            _ => Appended::Duplicate,
+                        })
+                    });
+                    match known {
+                        Some(k) => {
+                            if k == Appended::Duplicate {
+                                self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if let Some(done) = a.done.take() {
+                                let _ = done.send(Ok(k));
+                            }
+                            false
+                        }
+                        None => {
+                            here.insert(id.to_string(), digest);
+                            true
+                        }
+                    }
+                });
+            }
+            if group.is_empty() {
+                continue;
+            }
             buf.clear();
             let first_seq = self.next_seq;
             for (i, a) in group.iter().enumerate() {
@@ -613,7 +648,7 @@ impl Writer {
                     // and an ack must not wait for it once the events are durable.
                     for (i, a) in group.iter_mut().enumerate() {
                         if let Some(done) = a.done.take() {
-                            let _ = done.send(Ok(first_seq + i as u64));
+                            let _ = done.send(Ok(Appended::Durable(first_seq + i as u64)));
                         }
                     }
                     for (i, a) in group.into_iter().enumerate() {
@@ -757,6 +792,50 @@ mod tests {
             wal2.append(entry(2, Some("c2"))).await.unwrap(),
             Appended::Durable(2)
         );
+    }
+
+    /// Resends that reach the queue before the first send is durable are still logged once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_resends_of_one_chunk_are_logged_once() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, _rx) = std::sync::mpsc::sync_channel(1000);
+        let cfg = WalConfig {
+            dir: d.path().join("wal"),
+            retain: Duration::from_secs(600),
+            queue: 64,
+        };
+        let wal = Wal::start(cfg.clone(), 1, vec![], tx).unwrap();
+        for round in 0..20 {
+            let chunk = with_digest(&format!("http:t.x:k{round}"), b"same");
+            let other = with_digest(&format!("http:t.x:k{round}"), b"other");
+            let tasks: Vec<_> = (0..16)
+                .map(|i| {
+                    let wal = wal.clone();
+                    let c = if i == 15 {
+                        other.clone()
+                    } else {
+                        chunk.clone()
+                    };
+                    tokio::spawn(async move { wal.append(entry(1, Some(&c))).await.unwrap() })
+                })
+                .collect();
+            let mut got = Vec::new();
+            for t in tasks {
+                got.push(t.await.unwrap());
+            }
+            let durable = got
+                .iter()
+                .filter(|a| matches!(a, Appended::Durable(_)))
+                .count();
+            assert_eq!(durable, 1, "round {round}: {got:?}");
+            // The one with other content: refused, unless it came first and was logged.
+            assert!(
+                matches!(got[15], Appended::Conflict | Appended::Durable(_)),
+                "{got:?}"
+            );
+        }
+        drop(wal);
+        assert_eq!(replay(&cfg.dir, 0).unwrap().records.len(), 20);
     }
 
     #[tokio::test]
