@@ -707,6 +707,15 @@ impl Writer {
 mod tests {
     use super::*;
 
+    /// A log in `dir/wal` keeping chunk ids 10 minutes, with a queue of `queue` appends.
+    fn test_config(dir: &Path, queue: usize) -> WalConfig {
+        WalConfig {
+            dir: dir.join("wal"),
+            retain: Duration::from_secs(600),
+            queue,
+        }
+    }
+
     fn entry(i: usize, chunk: Option<&str>) -> Entry {
         Entry {
             table: Some("t.x".into()),
@@ -765,11 +774,7 @@ mod tests {
     async fn a_chunk_id_already_logged_is_a_duplicate_even_after_a_restart() {
         let d = tempfile::tempdir().unwrap();
         let (tx, _rx) = std::sync::mpsc::sync_channel(10);
-        let cfg = WalConfig {
-            dir: d.path().join("wal"),
-            retain: Duration::from_secs(600),
-            queue: 4,
-        };
+        let cfg = test_config(d.path(), 4);
         let wal = Wal::start(cfg.clone(), 1, vec![], tx).unwrap();
         assert_eq!(
             wal.append(entry(1, Some("c1"))).await.unwrap(),
@@ -799,11 +804,7 @@ mod tests {
     async fn concurrent_resends_of_one_chunk_are_logged_once() {
         let d = tempfile::tempdir().unwrap();
         let (tx, _rx) = std::sync::mpsc::sync_channel(1000);
-        let cfg = WalConfig {
-            dir: d.path().join("wal"),
-            retain: Duration::from_secs(600),
-            queue: 64,
-        };
+        let cfg = test_config(d.path(), 64);
         let wal = Wal::start(cfg.clone(), 1, vec![], tx).unwrap();
         for round in 0..20 {
             let chunk = with_digest(&format!("http:t.x:k{round}"), b"same");
@@ -842,11 +843,7 @@ mod tests {
     async fn a_chunk_id_reused_for_other_content_is_a_conflict_even_after_a_restart() {
         let d = tempfile::tempdir().unwrap();
         let (tx, _rx) = std::sync::mpsc::sync_channel(10);
-        let cfg = WalConfig {
-            dir: d.path().join("wal"),
-            retain: Duration::from_secs(600),
-            queue: 4,
-        };
+        let cfg = test_config(d.path(), 4);
         let a = with_digest("http:t.x:k1", b"one");
         let b = with_digest("http:t.x:k1", b"two");
         assert_ne!(a, b);

@@ -506,31 +506,7 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
 #[test]
 fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake");
-    // Two imports: two files.
-    for seed in ["1", "2"] {
-        let logs = dir.path().join(format!("logs{seed}"));
-        ok(&[
-            "generate",
-            "zeek",
-            "--events",
-            "3000",
-            "--seed",
-            seed,
-            "-o",
-            p(&logs),
-        ]);
-        ok(&[
-            "import",
-            "zeek",
-            p(&logs),
-            "--lake",
-            p(&lake),
-            "--partition",
-            "hour",
-            "-q",
-        ]);
-    }
+    let lake = small_files_lake(dir.path(), "hive");
     let count = |lake: &Path| {
         let out = silt(&[
             "query",
