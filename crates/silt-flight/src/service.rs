@@ -126,11 +126,13 @@ impl FlightSqlServer {
 
     /// Runs the statement and streams its result.
     async fn run(&self, st: handle::Statement) -> Result<Response<DoGetStream>, Status> {
+        // Fused: after an empty result's end, `chain` below polls it once more.
         let mut batches = self
             .engine
             .execute(&st.sql, st.params.as_ref())
             .await
-            .map_err(engine_error)?;
+            .map_err(engine_error)?
+            .fuse();
         // The first batch gives the schema; an error before any data is the call's error, not
         // one in the middle of a stream. An empty result still sends its schema (planned again).
         let first = batches.next().await.transpose().map_err(engine_error)?;

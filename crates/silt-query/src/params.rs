@@ -107,17 +107,36 @@ pub fn values(
         .zip(fields)
         .map(|(col, f)| {
             let v = ScalarValue::try_from_array(col, row)?;
-            if f.data_type() == &DataType::Null || v.data_type() == *f.data_type() {
-                return Ok(v);
+            let (from, to) = (v.data_type(), f.data_type());
+            if to == &DataType::Null || &from == to || v.is_null() {
+                return if v.is_null() && to != &DataType::Null {
+                    Ok(ScalarValue::try_from(to)?)
+                } else {
+                    Ok(v)
+                };
             }
-            v.cast_to(f.data_type()).map_err(|e| {
+            let refuse = |why: String| {
                 anyhow::anyhow!(
-                    "parameter {}: the value {v} ({}) is not a {}: {e}",
-                    f.name(),
-                    v.data_type(),
-                    f.data_type()
+                    "parameter {}: the value {v} ({from}) is not a {to}: {why}",
+                    f.name()
                 )
-            })
+            };
+            // SQL does not compare a boolean with a number; a cast would make true 1.
+            if (from == DataType::Boolean) != (to == &DataType::Boolean)
+                && (from.is_numeric() || to.is_numeric())
+            {
+                return Err(refuse("bind a value of the parameter's type".into()));
+            }
+            let cast = v.cast_to(to).map_err(|e| refuse(e.to_string()))?;
+            // Between numbers a cast may lose what makes the value (3.7 as an integer is 3):
+            // refused, as the same comparison written in SQL would not match 3.
+            if from.is_numeric() && to.is_numeric() {
+                let back = cast.cast_to(&from).map_err(|e| refuse(e.to_string()))?;
+                if back != v {
+                    return Err(refuse(format!("it would be {cast}")));
+                }
+            }
+            Ok(cast)
         })
         .collect()
 }
@@ -125,6 +144,49 @@ pub fn values(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_cast_only_without_loss() {
+        let f = |t: DataType| Field::new("$1", t, true);
+        let one = |a: arrow::array::ArrayRef| RecordBatch::try_from_iter([("v", a)]).unwrap();
+        use arrow::array::{BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
+        let v = values(
+            &one(std::sync::Arc::new(Int32Array::from(vec![7]))),
+            0,
+            &[f(DataType::Int64)],
+        );
+        assert_eq!(v.unwrap(), [ScalarValue::Int64(Some(7))]);
+        let v = values(
+            &one(std::sync::Arc::new(Float64Array::from(vec![3.0]))),
+            0,
+            &[f(DataType::Int64)],
+        );
+        assert_eq!(v.unwrap(), [ScalarValue::Int64(Some(3))]);
+        let e = values(
+            &one(std::sync::Arc::new(Float64Array::from(vec![3.7]))),
+            0,
+            &[f(DataType::Int64)],
+        );
+        assert!(e.unwrap_err().to_string().contains("it would be 3"));
+        let e = values(
+            &one(std::sync::Arc::new(BooleanArray::from(vec![true]))),
+            0,
+            &[f(DataType::Int64)],
+        );
+        assert!(e.is_err());
+        let v = values(
+            &one(std::sync::Arc::new(StringArray::from(vec!["12"]))),
+            0,
+            &[f(DataType::Int64)],
+        );
+        assert_eq!(v.unwrap(), [ScalarValue::Int64(Some(12))]);
+        let v = values(
+            &one(std::sync::Arc::new(Int64Array::from(vec![None::<i64>]))),
+            0,
+            &[f(DataType::Utf8)],
+        );
+        assert_eq!(v.unwrap(), [ScalarValue::Utf8(None)]);
+    }
 
     #[test]
     fn question_marks_are_numbered_outside_strings_identifiers_and_comments() {

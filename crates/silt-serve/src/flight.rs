@@ -77,6 +77,9 @@ impl silt_flight::QueryEngine for Engine {
                     Err(_) => Some((Err(late()), None)),
                 }
             })
+            // Polled again after its end it stays ended (an unfold panics): the service chains
+            // it behind the first batch it took, which for an empty result is its end.
+            .fuse()
             .boxed(),
         )
     }

@@ -591,9 +591,13 @@ fn real_clients_against_silt_serve() {
             // Bound parameters (DoPut on the prepared statement), checked against the same
             // query with the values written in.
             "bound": ["SELECT message FROM syslog.tcp WHERE message LIKE ? OR message = ? ORDER BY message", ["%1%", "nothing"]],
+            // An empty result (the server panicked on it, and the client got an error).
+            "empty": "SELECT message FROM syslog.tcp WHERE message = 'no such message'",
+            "empty_bound": ["SELECT message FROM syslog.tcp WHERE message = ?", ["no such message"]],
         });
         let literal = serde_json::json!({
             "bound": "SELECT message FROM syslog.tcp WHERE message LIKE '%1%' OR message = 'nothing' ORDER BY message",
+            "empty_bound": "SELECT message FROM syslog.tcp WHERE message = 'no such message'",
         });
         let out = run(
             Command::new(py).args([

@@ -164,7 +164,11 @@ impl QueryEngine for StubEngine {
     ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
         Ok(match parse(sql)? {
             Query::Events => stream::iter(events_batches().into_iter().map(Ok)).boxed(),
-            Query::Empty => stream::empty().boxed(),
+            // An engine's stream need not be fused: this one panics when polled after its end
+            // (as a `stream::unfold` does), which the server must not do.
+            Query::Empty => {
+                stream::unfold((), |()| async { None::<(Result<RecordBatch, String>, ())> }).boxed()
+            }
             Query::Big => {
                 let made = self.big_made.clone();
                 stream::iter(0..BIG_BATCHES)
