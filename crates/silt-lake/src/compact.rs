@@ -312,7 +312,9 @@ pub fn compact(
     obs: &mut dyn CompactObserver,
 ) -> anyhow::Result<CompactReport> {
     let started = Instant::now();
-    layout::require_lake_dir(root)?;
+    if !layout::require_lake_dir(root)? {
+        return Ok(CompactReport::default());
+    }
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = CompactReport::default();
     if !opts.dry_run {

@@ -168,10 +168,12 @@ pub fn tables(root: &Path) -> anyhow::Result<Vec<TableName>> {
 }
 
 /// Refuses a `root` that is no lake before maintenance (compact, vacuum, retain) touches it:
-/// its lock would create `_silt/` there, and vacuum removes what a lake should not hold. A lake
-/// is a directory that holds `_silt/` or a table directory (`module.type`), or is empty (a lake
-/// with nothing in it yet).
-pub fn require_lake_dir(root: &Path) -> anyhow::Result<()> {
+/// its lock would create `_silt/` there, and vacuum and retention remove files. A lake is a
+/// directory that holds `_silt/` (every import and server makes it), or else a table directory
+/// (`module.type`) with a data file silt named ([`is_silt_data_file`]); a directory name with a
+/// dot (`my.project`) is not enough. `Ok(false)` for an empty directory: nothing to maintain,
+/// and nothing may be created there either.
+pub fn require_lake_dir(root: &Path) -> anyhow::Result<bool> {
     anyhow::ensure!(
         root.is_dir(),
         "lake {} is not a directory: give the --lake an import wrote",
@@ -181,13 +183,41 @@ pub fn require_lake_dir(root: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot read lake {}", root.display()))?
         .next()
         .is_none();
-    anyhow::ensure!(
-        empty || root.join("_silt").is_dir() || !tables(root)?.is_empty(),
-        "{} holds no silt lake (no _silt/ and no table directory such as zeek.conn): give the \
-         --lake an import wrote",
+    if empty {
+        return Ok(false);
+    }
+    if root.join("_silt").is_dir() {
+        return Ok(true);
+    }
+    for t in tables(root)? {
+        let files = data_files(&root.join(t.to_string())).unwrap_or_default();
+        if files.iter().any(|f| {
+            f.path
+                .file_name()
+                .is_some_and(|n| is_silt_data_file(&n.to_string_lossy()))
+        }) {
+            return Ok(true);
+        }
+    }
+    anyhow::bail!(
+        "{} holds no silt lake (no _silt/, and no table directory such as zeek.conn with files \
+         silt wrote): give the --lake an import wrote (for a dataset another tool wrote in \
+         silt's layout, create {}/_silt/ first)",
+        root.display(),
         root.display()
-    );
-    Ok(())
+    )
+}
+
+/// Whether `name` is a data file name [`unique_file_name`] made: `YYYYMMDDTHHMMSS-` and 32 hex
+/// digits.
+pub fn is_silt_data_file(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() > 48
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'-'
+        && b[16..48].iter().all(|c| c.is_ascii_hexdigit())
 }
 
 /// One data file of a table.
@@ -398,21 +428,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lake_is_empty_or_holds_silt_or_a_table() {
+    fn a_lake_holds_silt_or_a_table_of_silt_files_and_an_empty_one_has_nothing_to_do() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
-        require_lake_dir(root).unwrap();
+        assert!(!require_lake_dir(root).unwrap());
         std::fs::write(root.join("notes.txt"), "x").unwrap();
-        std::fs::create_dir(root.join("photos")).unwrap();
+        // Directory names with a dot, even with Parquet files in them, are not tables.
+        std::fs::create_dir_all(root.join("my.project/dt=2020-01-01")).unwrap();
+        std::fs::write(root.join("my.project/dt=2020-01-01/x.parquet"), "x").unwrap();
         let e = require_lake_dir(root).unwrap_err().to_string();
         assert!(e.contains("holds no silt lake"), "{e}");
         assert!(!root.join("_silt").exists());
-        std::fs::create_dir(root.join("zeek.conn")).unwrap();
-        require_lake_dir(root).unwrap();
+        let name = data_file_name("parquet", 7);
+        assert!(is_silt_data_file(&name), "{name}");
+        std::fs::create_dir_all(root.join("zeek.conn/dt=2020-01-01")).unwrap();
+        std::fs::write(root.join("zeek.conn/dt=2020-01-01").join(&name), "x").unwrap();
+        assert!(require_lake_dir(root).unwrap());
         let e = require_lake_dir(&root.join("notes.txt"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not a directory"), "{e}");
+        let other = tempfile::tempdir().unwrap();
+        std::fs::create_dir(other.path().join("_silt")).unwrap();
+        assert!(require_lake_dir(other.path()).unwrap());
     }
 
     #[test]

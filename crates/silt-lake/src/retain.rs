@@ -264,7 +264,9 @@ pub fn retain_with(
     before_drop: &mut dyn FnMut(&Path),
 ) -> anyhow::Result<RetainReport> {
     // Before the lock, which would create `_silt/` in a mistyped path.
-    layout::require_lake_dir(root)?;
+    if !layout::require_lake_dir(root)? {
+        return Ok(RetainReport::default());
+    }
     let lock = MaintenanceLock::acquire(root)?;
     let mut report = RetainReport::default();
     let tables = layout::tables(root)?;
@@ -384,6 +386,8 @@ mod tests {
         // A fresh temporary file keeps its partition.
         touch(&t.join("dt=2024-01-02/hour=00/.b2.parquet.inprogress"));
 
+        // Written by hand, not by an import: marked as a lake.
+        std::fs::create_dir_all(root.join("_silt")).unwrap();
         // Cutoff 2024-01-02 06:00: hours ending at or before it go.
         let opts = RetainOptions {
             keep: Some(Duration::from_secs(2 * 86400)),

@@ -1294,6 +1294,8 @@ mod tests {
             write(&root, "t.a/dt=2024-03-24/hour=17/b.parquet", 3, true),
         ];
         let before = LakeIndex::scan(&root).unwrap();
+        // Written by hand, not by an import: marked as a lake for the retention.
+        std::fs::create_dir(root.join("_silt")).unwrap();
         let opts = silt_lake::retain::RetainOptions {
             keep: Some(std::time::Duration::from_secs(86400)),
             ..Default::default()
