@@ -67,7 +67,7 @@ fn auto_format() -> Arc<LogFormat> {
 }
 
 /// 85 when the first non-blank lines (up to 5) all parse with the `auto` format (nginx main,
-/// combined or common); 80 when all but one of at least four do (a log whose first lines
+/// combined or common); 80 when all but one of at least three do (a log whose first lines
 /// include a truncated or garbled one is still an access log; the line is a reject).
 pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
     let lines = p.lines(5);
@@ -81,7 +81,7 @@ pub fn sniff(p: &Probe<'_>) -> Option<Confidence> {
         .count();
     match lines.len() - good {
         0 => Some(85),
-        1 if lines.len() >= 4 => Some(80),
+        1 if lines.len() >= 3 => Some(80),
         _ => None,
     }
 }
@@ -319,6 +319,11 @@ mod tests {
         let line = "10.0.0.1 - - [24/Mar/2024:17:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n";
         let log = format!("0 +0000] \"GET /x HTTP/1.1\" 200\n{}", line.repeat(4));
         assert_eq!(probe(log.as_bytes()), Some(80));
+        // ... or among three; but not one of two.
+        let log = format!("0 +0000] \"GET /x HTTP/1.1\" 200\n{}", line.repeat(2));
+        assert_eq!(probe(log.as_bytes()), Some(80));
+        let log = format!("garbage\n{line}");
+        assert_eq!(probe(log.as_bytes()), None);
         let log = format!(
             "garbage\n{}more garbage\n{}",
             line.repeat(2),

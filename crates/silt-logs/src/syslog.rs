@@ -115,18 +115,19 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
     let sd = if m.structured_data.is_empty() {
         Value::Null
     } else {
-        let o: Vec<(String, Value)> = m
-            .structured_data
-            .iter()
-            .map(|e| {
-                let params = e
-                    .params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), Value::Str(sd_unescape(v))))
-                    .collect();
-                (e.id.to_string(), Value::Object(params))
-            })
-            .collect();
+        // An SD-ID twice in one message (RFC 5424 forbids it, senders do it): one JSON member
+        // with the parameters of both, not a duplicate key.
+        let mut o: Vec<(String, Value)> = Vec::new();
+        for e in &m.structured_data {
+            let params = e
+                .params
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::Str(sd_unescape(v))));
+            match o.iter_mut().find(|(id, _)| id == e.id) {
+                Some((_, Value::Object(have))) => have.extend(params),
+                _ => o.push((e.id.to_string(), Value::Object(params.collect()))),
+            }
+        }
         Value::Str(Value::Object(o).to_json())
     };
     let procid = match &m.procid {
@@ -139,9 +140,12 @@ pub fn parse_line(line: &str, year: Option<i32>) -> Option<Value> {
     let (mut hostname, mut appname) = (m.hostname, m.appname);
     // syslogd's own notes, which have no program: BSD's `--- last message repeated 2 times ---`
     // (no host either) and sysklogd's `host last message repeated 2 times`.
-    if hostname == Some("---") {
+    if hostname == Some("---") || appname == Some("---") {
         if let Some(at) = line.find("--- ") {
-            (hostname, appname, message) = (None, None, line[at..].to_string());
+            if hostname == Some("---") {
+                hostname = None;
+            }
+            (appname, message) = (None, line[at..].to_string());
         }
     } else if appname == Some("last") && message.starts_with("message repeated ") {
         appname = None;
@@ -284,12 +288,24 @@ mod tests {
             Value::Str(r#"{"ex@1":{"a":"q\"x\\y]z\\n"}}"#.into())
         );
         assert_eq!(get(l, "message"), Value::Str("msg".into()));
+        let l = "<165>1 2003-10-11T22:14:15.003Z host app - - [ex@1 a=\"x\"][ex@1 b=\"y\"] m";
+        assert_eq!(
+            get(l, "structured_data"),
+            Value::Str(r#"{"ex@1":{"a":"x","b":"y"}}"#.into())
+        );
         let l = "Mar 24 17:00:00 --- last message repeated 2 times ---";
         assert_eq!(get(l, "hostname"), Value::Null);
         assert_eq!(get(l, "appname"), Value::Null);
         assert_eq!(
             get(l, "message"),
             Value::Str("--- last message repeated 2 times ---".into())
+        );
+        let l = "<13>Mar 24 17:00:05 host2 --- last message repeated 3 times ---";
+        assert_eq!(get(l, "hostname"), Value::Str("host2".into()));
+        assert_eq!(get(l, "appname"), Value::Null);
+        assert_eq!(
+            get(l, "message"),
+            Value::Str("--- last message repeated 3 times ---".into())
         );
         let l = "Mar 24 17:00:00 gw last message repeated 3 times";
         assert_eq!(get(l, "hostname"), Value::Str("gw".into()));

@@ -165,9 +165,10 @@ pub fn explain_missing_table(
         if t.iter().any(|t| t.to_string() == name) {
             // Its directory exists, but without a file there are no columns to answer with.
             return anyhow::anyhow!(
-                "table {name} has no data files in the lake {lake} yet (its directory is there, \
-without files: an import stopped before its first file, or its files were removed), so it has no \
-columns to query; import into it first"
+                "table {name} has no readable data files in the lake {lake} (its directory is \
+there, without files, or with only files skipped as damaged in the warnings above: an import \
+stopped before its first file, or its files were removed or damaged), so it has no columns to \
+query; import into it first"
             );
         }
     }

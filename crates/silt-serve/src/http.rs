@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -138,7 +139,12 @@ async fn auth(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respons
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            // The scheme is case-insensitive (RFC 7235).
+            .and_then(|v| {
+                v.get(..7)
+                    .filter(|s| s.eq_ignore_ascii_case("bearer "))
+                    .map(|_| &v[7..])
+            })
             .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), token.as_bytes()));
         if !ok {
             return error(
@@ -167,10 +173,14 @@ const VISIBLE_WAIT: Duration = Duration::from_secs(10);
 async fn ingest(
     State(s): State<Arc<Shared>>,
     Path(table): Path<String>,
-    Query(p): Query<IngestParams>,
+    p: Result<Query<IngestParams>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let p = match p {
+        Ok(Query(p)) => p,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.body_text()),
+    };
     s.metrics
         .http_ingest_requests
         .fetch_add(1, Ordering::Relaxed);
@@ -202,7 +212,7 @@ async fn ingest(
         (None, other) => {
             return error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("Content-Type {other:?}: send application/x-ndjson or application/msgpack, or name the format with ?format="),
+                format!("Content-Type {other:?}: send application/x-ndjson, application/json or application/msgpack, or name the format with ?format="),
             )
         }
     };
@@ -275,7 +285,7 @@ async fn ingest(
         table: Some(table.to_string()),
         format,
         source: "http".into(),
-        chunk,
+        chunk: chunk.clone(),
         body,
         kafka: None,
     };
@@ -294,7 +304,25 @@ async fn ingest(
             json(serde_json::json!({"status": "durable", "seq": seq, "bytes": n}))
         }
         Ok(Some(Appended::Duplicate)) => {
-            json(serde_json::json!({"status": "duplicate", "bytes": n}))
+            // The first send's record: a resend that waits for visibility waits for it. A
+            // resend queued with the first learns its number once the first is written.
+            let chunk = chunk.as_deref().unwrap_or_default();
+            let mut seq = s.wal.seq_of(chunk);
+            if wait_visible {
+                let deadline = tokio::time::Instant::now() + VISIBLE_WAIT;
+                while seq.is_none() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    seq = s.wal.seq_of(chunk);
+                }
+                let visible = match seq {
+                    Some(seq) => s.wait_visible(seq, VISIBLE_WAIT).await,
+                    None => false,
+                };
+                return json(
+                    serde_json::json!({"status": "duplicate", "seq": seq, "bytes": n, "visible": visible}),
+                );
+            }
+            json(serde_json::json!({"status": "duplicate", "seq": seq, "bytes": n}))
         }
         Ok(Some(Appended::Conflict)) => error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -319,10 +347,16 @@ async fn ingest(
 /// line per element, a single object written over several lines becomes one line; anything else
 /// (NDJSON, one line per record) is kept as it is. An array that is not valid JSON is refused.
 fn json_lines(body: Vec<u8>) -> Result<Vec<u8>, String> {
-    let start = body
+    // A byte order mark (some Windows tools write one) is not part of the JSON.
+    let bom = if body.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let start = body[bom..]
         .iter()
         .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(body.len());
+        .map_or(body.len(), |p| bom + p);
     let text = &body[start..];
     // A record's raw text on one line: outside strings, JSON's only line breaks are whitespace,
     // and inside them a raw line break is not valid JSON (so no valid value changes).
@@ -442,10 +476,14 @@ fn wire_format(p: Option<&str>, accept: Option<&str>) -> Result<Wire, String> {
 
 async fn query(
     State(s): State<Arc<Shared>>,
-    Query(p): Query<QueryParams>,
+    p: Result<Query<QueryParams>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let p = match p {
+        Ok(Query(p)) => p,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.body_text()),
+    };
     s.metrics.queries.fetch_add(1, Ordering::Relaxed);
     let body = match read_body(body, s.cfg.max_body, BODY_TIMEOUT).await {
         Ok(b) => b,
@@ -610,6 +648,8 @@ mod tests {
             assert_eq!(lines(ndjson), ndjson);
         }
         assert_eq!(lines("[]"), "");
+        assert_eq!(lines("\u{feff}[{\"a\": 1}]"), "{\"a\": 1}\n");
+        assert_eq!(lines("\u{feff}{\n\"a\": 1}"), "{ \"a\": 1}\n");
         let err = json_lines(b"[{\"a\":1},".to_vec()).unwrap_err();
         assert!(err.contains("not a JSON array"), "{err}");
     }

@@ -657,8 +657,8 @@ impl Server {
         let tail_chunks: Vec<String> = replayed
             .chunks
             .iter()
-            .filter(|c| c.starts_with("tail:"))
-            .cloned()
+            .filter(|(c, _)| c.starts_with("tail:"))
+            .map(|(c, _)| c.clone())
             .collect();
         // Durable records waiting to be decoded. Kept short: when decoding falls behind, the log's
         // writer waits here, appends wait for it, and sources push back (acks come later), so

@@ -2,7 +2,8 @@
 //!
 //! Patterns follow fluentd's `<match>`: parts separated by `.`, `*` matches within one part
 //! (`app.*`, `app.web*`), `**` zero or more parts, `{a,b}` one of several patterns, anywhere in
-//! the pattern (`app.{web,api}.access`, `{sys.*,kern}`). A pattern with unbalanced braces or an
+//! the pattern (`app.{web,api}.access`, `{sys.*,kern}`), and patterns separated by white space
+//! are alternatives too (`a.** b.**`). A pattern with unbalanced braces or an
 //! empty part is refused when the route is parsed. The first route that matches wins. A tag no
 //! route matches goes to the table named like it: lower-cased, characters other than
 //! `[a-z0-9_]` as `_`, the first part the module and the rest joined with `_` (`app.web.access`
@@ -105,16 +106,21 @@ impl Route {
             !pattern.trim().is_empty(),
             "--route {spec:?}: empty pattern"
         );
-        let alternatives: Vec<Vec<String>> = expand(pattern.trim())
-            .map_err(|e| anyhow::anyhow!("--route {spec:?}: the pattern has {e}"))?
-            .into_iter()
-            .map(|a| a.split('.').map(str::to_string).collect())
-            .collect();
+        // Patterns separated by white space are alternatives, as in fluentd's `<match a b>`.
+        let mut alternatives: Vec<Vec<String>> = Vec::new();
+        for one in pattern.split_whitespace() {
+            for a in
+                expand(one).map_err(|e| anyhow::anyhow!("--route {spec:?}: the pattern has {e}"))?
+            {
+                alternatives.push(a.split('.').map(str::to_string).collect());
+            }
+        }
         anyhow::ensure!(
             alternatives
                 .iter()
                 .all(|parts: &Vec<String>| parts.iter().all(|p| !p.is_empty())),
-            "--route {spec:?}: the pattern has an empty part (two dots, or a dot at an end)"
+            "--route {spec:?}: the pattern has an empty part (two dots, a dot at an end, or an \
+             empty alternative in braces)"
         );
         Ok(Self {
             pattern: pattern.trim().to_string(),
@@ -209,6 +215,10 @@ mod tests {
         assert_eq!(t("k8s.shop-prod"), "k8s.prod");
         assert_eq!(t("k8s.shop-prod.nginx.x"), "k8s.prod");
         assert_eq!(t("k8s.shop-dev"), "k8s.shop_dev");
+        let routes = vec![Route::parse("a.** b.*=x.y").unwrap()];
+        assert_eq!(resolve(&routes, "a.q.r").to_string(), "x.y");
+        assert_eq!(resolve(&routes, "b.q").to_string(), "x.y");
+        assert_eq!(resolve(&routes, "c.q").to_string(), "c.q");
         for bad in [
             "x.{a,b=a.b",
             "x.a,b}=a.b",

@@ -160,25 +160,29 @@ pub struct Janitor {
 /// Chunk ids seen recently, with when they were first logged.
 #[derive(Default)]
 struct ChunkIndex {
-    /// By id: when first logged, and the content digest when the chunk string had one.
-    seen: HashMap<String, (Instant, Option<u64>)>,
+    /// By id: when first logged, the content digest when the chunk string had one, and the
+    /// record's sequence number.
+    seen: HashMap<String, (Instant, Option<u64>, u64)>,
 }
 
 impl ChunkIndex {
     fn prune(&mut self, keep: Duration) {
         let now = Instant::now();
-        self.seen.retain(|_, (t, _)| now.duration_since(*t) < keep);
+        self.seen
+            .retain(|_, (t, _, _)| now.duration_since(*t) < keep);
     }
 
-    fn insert(&mut self, chunk: &str, now: Instant) {
+    fn insert(&mut self, chunk: &str, seq: u64, now: Instant) {
         let (id, digest) = split_digest(chunk);
-        self.seen.entry(id.to_string()).or_insert((now, digest));
+        self.seen
+            .entry(id.to_string())
+            .or_insert((now, digest, seq));
     }
 
     /// How `chunk` compares with what the log holds: `None` when its id is new.
     fn lookup(&self, chunk: &str) -> Option<Appended> {
         let (id, digest) = split_digest(chunk);
-        let (_, known) = self.seen.get(id)?;
+        let (_, known, _) = self.seen.get(id)?;
         Some(match (known, digest) {
             (Some(a), Some(b)) if *a != b => Appended::Conflict,
             _ => Appended::Duplicate,
@@ -192,8 +196,9 @@ pub struct Replayed {
     pub records: Vec<Record>,
     /// The highest sequence number in the log (or `covered` when the log holds nothing newer).
     pub last_seq: u64,
-    /// Chunk ids in the retained segments (acknowledged or not, covered or not).
-    pub chunks: Vec<String>,
+    /// Chunk ids in the retained segments (acknowledged or not, covered or not), with their
+    /// records' sequence numbers.
+    pub chunks: Vec<(String, u64)>,
     /// What was repaired or could not be read, for the log.
     pub notes: Vec<String>,
 }
@@ -347,7 +352,7 @@ pub fn replay(dir: &Path, covered: u64) -> anyhow::Result<Replayed> {
         for r in records {
             out.last_seq = out.last_seq.max(r.seq);
             if let Some(c) = &r.entry.chunk {
-                out.chunks.push(c.clone());
+                out.chunks.push((c.clone(), r.seq));
             }
             if r.seq > covered {
                 out.records.push(r);
@@ -373,7 +378,7 @@ impl Wal {
     pub fn start(
         cfg: WalConfig,
         next_seq: u64,
-        chunks: Vec<String>,
+        chunks: Vec<(String, u64)>,
         records: std::sync::mpsc::SyncSender<Record>,
     ) -> anyhow::Result<Self> {
         fs::create_dir_all(&cfg.dir)
@@ -385,8 +390,8 @@ impl Wal {
             .store(next_seq.saturating_sub(1), Ordering::Relaxed);
         let mut index = ChunkIndex::default();
         let now = Instant::now();
-        for c in chunks {
-            index.insert(&c, now);
+        for (c, seq) in chunks {
+            index.insert(&c, seq, now);
         }
         let chunks = Arc::new(Mutex::new(index));
         let first = segment_path(&cfg.dir, next_seq);
@@ -480,6 +485,14 @@ impl Wal {
     /// [`Janitor::release`].
     pub fn release(&self, covered: u64) -> anyhow::Result<()> {
         self.janitor.release(covered)
+    }
+
+    /// The sequence number of the record that logged `chunk`'s id, while the log knows it
+    /// (what a duplicate answers, so that a client can wait for that record).
+    pub fn seq_of(&self, chunk: &str) -> Option<u64> {
+        let (id, _) = split_digest(chunk);
+        let idx = self.janitor.chunks.lock().expect("not poisoned");
+        idx.seen.get(id).map(|(_, _, seq)| *seq)
     }
 
     fn known(&self, e: &Entry) -> Option<Appended> {
@@ -637,9 +650,9 @@ impl Writer {
                     {
                         let mut idx = self.chunks.lock().expect("not poisoned");
                         let now = Instant::now();
-                        for a in &group {
+                        for (i, a) in group.iter().enumerate() {
                             if let Some(c) = &a.entry.chunk {
-                                idx.insert(c, now);
+                                idx.insert(c, first_seq + i as u64, now);
                             }
                         }
                     }
@@ -786,7 +799,7 @@ mod tests {
         );
         let r = replay(&cfg.dir, 1).unwrap();
         assert!(r.records.is_empty());
-        assert_eq!(r.chunks, vec!["c1".to_string()]);
+        assert_eq!(r.chunks, vec![("c1".to_string(), 1)]);
         let (tx, _rx2) = std::sync::mpsc::sync_channel(10);
         let wal2 = Wal::start(cfg, r.last_seq + 1, r.chunks, tx).unwrap();
         assert_eq!(
@@ -871,9 +884,12 @@ mod tests {
         );
         drop(wal);
         let r = replay(&cfg.dir, 1).unwrap();
-        assert_eq!(r.chunks, vec![a.clone()]);
+        assert_eq!(r.chunks, vec![(a.clone(), 1)]);
         let (tx, _rx2) = std::sync::mpsc::sync_channel(10);
         let wal2 = Wal::start(cfg, r.last_seq + 1, r.chunks, tx).unwrap();
+        // The record that logged the id, known across the restart.
+        assert_eq!(wal2.seq_of(&a), Some(1));
+        assert_eq!(wal2.seq_of("http:t.x:unknown"), None);
         assert_eq!(
             wal2.append(entry(1, Some(&a))).await.unwrap(),
             Appended::Duplicate

@@ -190,6 +190,8 @@ async fn http_ingest_is_queryable_at_once_and_drains_to_the_lake() {
             let v: serde_json::Value =
                 serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
             assert_eq!(v["status"], expect);
+            // A duplicate names the first send's record, as its first answer did.
+            assert!(v["seq"].as_u64().is_some(), "{v}");
         }
         // The same key with other data is refused, and nothing of it is stored.
         let r = agent()
@@ -324,12 +326,21 @@ async fn a_token_is_required_when_configured() {
             post(addr, "/v1/query", "application/sql", b"SELECT 1").0,
             401
         );
-        let r = agent()
-            .post(&format!("http://{addr}/v1/query"))
-            .header("Authorization", "Bearer s3cret")
-            .send(&b"SELECT 1 AS one"[..])
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
+        // The scheme in any case (RFC 7235); a wrong token, or a token without the scheme, not.
+        for (auth, status) in [
+            ("Bearer s3cret", 200),
+            ("bearer s3cret", 200),
+            ("BEARER s3cret", 200),
+            ("Bearer s3cre", 401),
+            ("s3cret", 401),
+        ] {
+            let r = agent()
+                .post(&format!("http://{addr}/v1/query"))
+                .header("Authorization", auth)
+                .send(&b"SELECT 1 AS one"[..])
+                .unwrap();
+            assert_eq!(r.status().as_u16(), status, "{auth}");
+        }
         // Health needs no token.
         assert_eq!(
             agent()
@@ -805,6 +816,12 @@ async fn a_query_after_wait_visible_or_after_seq_sees_the_events() {
             b"{}",
         );
         assert_eq!(s, 400, "{v}");
+        // A query string that does not parse is a JSON error like the others.
+        for path in ["/v1/query?after=-1", "/v1/query?after=abc"] {
+            let (s, v) = post(addr, path, "application/sql", b"SELECT 1");
+            assert_eq!(s, 400, "{v}");
+            assert!(v["error"].as_str().unwrap().contains("after"), "{v}");
+        }
     })
     .await
     .unwrap();
