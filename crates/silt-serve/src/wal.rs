@@ -103,6 +103,15 @@ pub fn with_digest(id: &str, content: &[u8]) -> String {
     )
 }
 
+/// What a chunk whose id is logged already is, by the content digests of the logged one and
+/// of this one: the same content (or no digest to compare) is a resend, other content a conflict.
+fn resend(known: Option<u64>, digest: Option<u64>) -> Appended {
+    match (known, digest) {
+        (Some(a), Some(b)) if a != b => Appended::Conflict,
+        _ => Appended::Duplicate,
+    }
+}
+
 /// A chunk string's id and its content digest, if [`with_digest`] marked it.
 fn split_digest(chunk: &str) -> (&str, Option<u64>) {
     if let Some(cut) = chunk.len().checked_sub(17) {
@@ -183,10 +192,7 @@ impl ChunkIndex {
     fn lookup(&self, chunk: &str) -> Option<Appended> {
         let (id, digest) = split_digest(chunk);
         let (_, known, _) = self.seen.get(id)?;
-        Some(match (known, digest) {
-            (Some(a), Some(b)) if *a != b => Appended::Conflict,
-            _ => Appended::Duplicate,
-        })
+        Some(resend(*known, digest))
     }
 }
 
@@ -598,10 +604,8 @@ impl Writer {
                     };
                     let (id, digest) = split_digest(c);
                     let known = idx.lookup(c).or_else(|| {
-                        here.get(id).map(|d: &Option<u64>| match (d, digest) {
-                            (Some(a), Some(b)) if *a != b => Appended::Conflict,
-                            _ => Appended::Duplicate,
-                        })
+                        here.get(id)
+                            .map(|known: &Option<u64>| resend(*known, digest))
                     });
                     match known {
                         Some(k) => {
