@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use silt_core::decode::{strip_bom, LineFramer, LineHandler};
+use silt_core::decode::{padding_reason, strip_bom, LineFramer, LineHandler};
 use silt_core::format::Confidence;
 use silt_core::{
     meta, Decoder, Emit, FormatOptions, FormatSpec, Probe, ReadOptions, Reject, SourceInfo,
@@ -292,6 +292,10 @@ impl LineHandler for AccessLines {
     ) -> anyhow::Result<()> {
         let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
         self.reject(lineno, reason, start, out)
+    }
+
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.reject(lineno, padding_reason(bytes), b"", out)
     }
 }
 

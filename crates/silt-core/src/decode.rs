@@ -18,7 +18,13 @@
 //!
 //! [`LineFramer`] cuts lines out of fed pieces for the line-based formats, without copying a line
 //! unless it straddles two pieces, and with a bound on line length so that one enormous line (a
-//! binary file read by mistake) cannot exhaust memory.
+//! binary file read by mistake) cannot exhaust memory. A run of NUL bytes where a line starts is
+//! zero padding, not part of the line: a log whose writer crashed after its file system had
+//! allocated blocks it never wrote, or one truncated by logrotate's `copytruncate` while its
+//! writer kept its offset, has such a hole before its next line. The framer skips the run, hands
+//! the line after it out whole, and tells the handler ([`LineHandler::padding`]), which reports
+//! it as a reject of that line ([`padding_reason`]); before, the hole and the line after it were
+//! one line, rejected (or, over the length limit, skipped as overlong with the line after it).
 
 use std::io::{BufRead, ErrorKind};
 
@@ -100,6 +106,28 @@ pub trait LineHandler {
         len: usize,
         out: &mut dyn Emit,
     ) -> anyhow::Result<()>;
+
+    /// `bytes` NUL bytes of zero padding stood where line `lineno` starts and were skipped
+    /// (see the module documentation); called before that line is handed out. Handlers reject
+    /// line `lineno` with [`padding_reason`] and no raw bytes (the line itself is decoded as
+    /// usual).
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()>;
+}
+
+/// The reject reason for `bytes` NUL bytes of zero padding skipped before a line (or, at the
+/// end of a stream, after the last one).
+pub fn padding_reason(bytes: u64) -> String {
+    format!(
+        "{bytes} NUL byte{} of zero padding skipped before this line (a crash that left \
+         allocated blocks unwritten, or logrotate's copytruncate while the writer kept its \
+         offset); the line itself is read",
+        if bytes == 1 { "" } else { "s" }
+    )
+}
+
+/// How many NUL bytes `bytes` starts with.
+pub fn nul_run(bytes: &[u8]) -> usize {
+    bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len())
 }
 
 /// Cuts lines out of fed pieces; see the module documentation.
@@ -110,6 +138,8 @@ pub struct LineFramer {
     lineno: u64,
     max_line: usize,
     keep: usize,
+    /// NUL bytes skipped where the line in progress starts ([`LineHandler::padding`]).
+    pad: u64,
 }
 
 impl LineFramer {
@@ -122,6 +152,7 @@ impl LineFramer {
             lineno: 0,
             max_line: max_line.max(1),
             keep: keep.min(max_line),
+            pad: 0,
         }
     }
 
@@ -159,6 +190,13 @@ impl LineFramer {
                 }
                 continue;
             }
+            if self.carry.is_empty() && bytes[0] == 0 {
+                // Zero padding where a line starts: skipped, however many pieces it spans.
+                let n = nul_run(bytes);
+                self.pad += n as u64;
+                bytes = &bytes[n..];
+                continue;
+            }
             if !self.carry.is_empty() {
                 match memchr(b'\n', bytes) {
                     Some(i) => {
@@ -168,11 +206,13 @@ impl LineFramer {
                             self.carry.extend_from_slice(&bytes[..room.min(i)]);
                             self.carry.truncate(self.keep);
                             self.lineno += 1;
+                            self.padded(h, out)?;
                             let start = std::mem::take(&mut self.carry);
                             h.overlong(self.lineno, &start, len, out)?;
                         } else {
                             self.carry.extend_from_slice(&bytes[..i]);
                             self.lineno += 1;
+                            self.padded(h, out)?;
                             let line = std::mem::take(&mut self.carry);
                             let r = h.line(self.lineno, &line, out);
                             self.carry = line;
@@ -193,7 +233,13 @@ impl LineFramer {
                     let mut start = 0;
                     for nl in memchr::memchr_iter(b'\n', &bytes[..=last]) {
                         self.lineno += 1;
-                        let line = &bytes[start..nl];
+                        let mut line = &bytes[start..nl];
+                        if line.first() == Some(&0) {
+                            let n = nul_run(line);
+                            self.pad += n as u64;
+                            line = &line[n..];
+                        }
+                        self.padded(h, out)?;
                         if line.len() > self.max_line {
                             h.overlong(self.lineno, &line[..self.keep], line.len(), out)?;
                         } else {
@@ -220,11 +266,29 @@ impl LineFramer {
     ) -> anyhow::Result<()> {
         self.skipping = false;
         if self.carry.is_empty() {
+            if self.pad > 0 {
+                // Padding after the last line, with no line after it.
+                self.lineno += 1;
+                self.padded(h, out)?;
+            }
             return Ok(());
         }
         self.lineno += 1;
+        self.padded(h, out)?;
         let line = std::mem::take(&mut self.carry);
         h.line(self.lineno, &line, out)
+    }
+
+    /// Reports the padding skipped before line [`Self::lineno`], if any.
+    fn padded<H: LineHandler + ?Sized>(
+        &mut self,
+        h: &mut H,
+        out: &mut dyn Emit,
+    ) -> anyhow::Result<()> {
+        match std::mem::take(&mut self.pad) {
+            0 => Ok(()),
+            n => h.padding(self.lineno, n, out),
+        }
     }
 
     /// Keeps an unfinished line; one that outgrows the limit is reported now and skipped.
@@ -241,6 +305,7 @@ impl LineFramer {
                 .extend_from_slice(&bytes[..room.min(bytes.len())]);
             self.carry.truncate(self.keep);
             self.lineno += 1;
+            self.padded(h, out)?;
             let start = std::mem::take(&mut self.carry);
             h.overlong(self.lineno, &start, len, out)?;
             self.skipping = true;
@@ -270,6 +335,7 @@ mod tests {
     struct Lines {
         got: Vec<(u64, Vec<u8>)>,
         long: Vec<(u64, Vec<u8>, usize)>,
+        pads: Vec<(u64, u64)>,
     }
 
     impl LineHandler for Lines {
@@ -285,6 +351,12 @@ mod tests {
             _: &mut dyn Emit,
         ) -> anyhow::Result<()> {
             self.long.push((n, start.to_vec(), len));
+            Ok(())
+        }
+        fn padding(&mut self, n: u64, bytes: u64, _: &mut dyn Emit) -> anyhow::Result<()> {
+            // Reported before the line it precedes.
+            assert!(self.got.last().is_none_or(|g| g.0 < n));
+            self.pads.push((n, bytes));
             Ok(())
         }
     }
@@ -336,6 +408,41 @@ mod tests {
             assert_eq!(start, b"this");
             assert!(*len > 8, "piece {piece}: {len}");
         }
+    }
+
+    /// Zero padding where a line starts is skipped and reported for that line, whatever the
+    /// pieces; NUL bytes inside a line stay in it; padding longer than the line limit does not
+    /// make the line after it overlong; padding after the last line is reported on its own.
+    #[test]
+    fn zero_padding_before_a_line_is_skipped_and_reported() {
+        let mut data = vec![0u8; 3];
+        data.extend_from_slice(b"first\nsecond\n");
+        data.extend(std::iter::repeat_n(0u8, 40));
+        data.extend_from_slice(b"third\0x\n\0\0\nlast\n");
+        data.extend(std::iter::repeat_n(0u8, 5));
+        let want = vec![
+            (1, b"first".to_vec()),
+            (2, b"second".to_vec()),
+            (3, b"third\0x".to_vec()),
+            (4, b"".to_vec()),
+            (5, b"last".to_vec()),
+        ];
+        for piece in 1..=data.len() {
+            let h = cut(&data, piece, 16, 4);
+            assert_eq!(h.got, want, "piece {piece}");
+            assert_eq!(
+                h.pads,
+                vec![(1, 3), (3, 40), (4, 2), (6, 5)],
+                "piece {piece}"
+            );
+            assert!(h.long.is_empty(), "piece {piece}");
+        }
+        // An overlong line after padding: the padding is reported first, for that line.
+        let h = cut(b"\0\0this line is far too long\nok\n", 64, 8, 4);
+        assert_eq!(h.pads, vec![(1, 2)]);
+        assert_eq!(h.long.len(), 1);
+        assert_eq!(h.got, vec![(2, b"ok".to_vec())]);
+        assert!(padding_reason(40).starts_with("40 NUL bytes of zero padding"));
     }
 
     struct Count(u64);

@@ -89,6 +89,24 @@ pub fn binary_head(head: &[u8]) -> Option<String> {
     ))
 }
 
+/// `head` without the runs of NUL bytes where its lines start: zero padding, which the line
+/// framer skips (`crate::decode`'s padding rule), so detection judges the lines as the decoder
+/// will see them.
+pub fn without_padding(head: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if memchr::memchr(0, head).is_none() {
+        return std::borrow::Cow::Borrowed(head);
+    }
+    let mut out = Vec::with_capacity(head.len());
+    let mut at_line_start = true;
+    for &b in head {
+        if !(b == 0 && at_line_start) {
+            out.push(b);
+            at_line_start = b == b'\n';
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// One format; see the module documentation.
 #[derive(Clone, Copy)]
 pub struct FormatSpec {

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arrow::record_batch::RecordBatch;
-use silt_core::format::{binary_head, Probe};
+use silt_core::format::{binary_head, without_padding, Probe};
 use silt_core::transform::apply_all;
 use silt_core::{
     Committed, Emit, FormatOptions, FormatSpec, Reject, Sink, SourceInfo, TableName, Transform,
@@ -75,8 +75,9 @@ impl Decoders {
                     .then(|| info.file_name.as_deref().and_then(registry::by_extension))
                     .flatten();
                 by_ext.or_else(|| {
+                    let head = without_padding(head);
                     let probe = Probe {
-                        head,
+                        head: &head,
                         file_name: info.file_name.as_deref(),
                     };
                     registry::detect(&probe).map(|d| d.format)

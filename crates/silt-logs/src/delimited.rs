@@ -30,6 +30,7 @@
 //! Touches nothing but the bytes it is fed and `out`.
 
 use csv_core::ReadRecordResult;
+use silt_core::decode::padding_reason;
 use silt_core::format::{Confidence, PROBE_BYTES};
 use silt_core::{Decoder, Emit, FormatOptions, FormatSpec, Probe, ReadOptions, SourceInfo};
 use silt_readers::json::Value;
@@ -175,6 +176,9 @@ struct Rows {
     consumed: u64,
     /// `csv_core` has seen input.
     started: bool,
+    /// NUL bytes of zero padding skipped before the current row (`silt_core::decode`'s
+    /// padding rule: a run of NUL bytes where a row starts is not part of the row).
+    pad: u64,
 }
 
 impl Rows {
@@ -194,6 +198,7 @@ impl Rows {
             skipped_lines: 0,
             consumed: 0,
             started: false,
+            pad: 0,
         }
     }
 
@@ -203,9 +208,11 @@ impl Rows {
         let mut used = 0;
         if self.at_start {
             // Line ends before a row (blank lines, the `\n` of a `\r\n`) are skipped here, as
-            // `csv_core` would, so that the row's line is the one its first byte is on.
-            while let Some(&c @ (b'\r' | b'\n')) = input.get(used) {
+            // `csv_core` would, so that the row's line is the one its first byte is on; so is
+            // zero padding (counted in `pad`).
+            while let Some(&c @ (b'\r' | b'\n' | 0)) = input.get(used) {
                 self.skipped_lines += u64::from(c == b'\n');
+                self.pad += u64::from(c == 0);
                 used += 1;
             }
             self.consumed += used as u64;
@@ -392,6 +399,14 @@ impl DelimitedDecoder {
         Ok(())
     }
 
+    /// Reports the zero padding skipped before line `line`, if any.
+    fn padded(&mut self, line: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        match std::mem::take(&mut self.rows.pad) {
+            0 => Ok(()),
+            n => self.sink.reject(out, line, padding_reason(n), Vec::new()),
+        }
+    }
+
     /// The row just parsed.
     fn row(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
         let res = self.take_row(out);
@@ -401,6 +416,7 @@ impl DelimitedDecoder {
 
     fn take_row(&mut self, out: &mut dyn Emit) -> anyhow::Result<()> {
         let line = self.rows.line;
+        self.padded(line, out)?;
         let byte = self.rows.consumed;
         let row_bytes = (byte - self.last_byte) as usize;
         self.last_byte = byte;
@@ -505,6 +521,11 @@ impl Decoder for DelimitedDecoder {
                 Step::Record => res = self.row(out),
                 Step::End | Step::NeedInput => break,
             }
+        }
+        if res.is_ok() {
+            // Padding after the last row, on the line after it.
+            let line = self.rows.core.line() + self.rows.skipped_lines;
+            res = self.padded(line.max(1), out);
         }
         let flushed = self.sink.flush(out);
         res.and(flushed)

@@ -12,7 +12,7 @@
 //! Also the helpers those formats share: [`json_error_reason`] and [`utf8_or_reject`].
 //! Touches nothing but the bytes it is fed and the [`Emit`] it writes to.
 
-use silt_core::decode::{strip_bom, strip_cr, LineFramer, LineHandler};
+use silt_core::decode::{padding_reason, strip_bom, strip_cr, LineFramer, LineHandler};
 use silt_core::{Decoder, Emit};
 
 use crate::sink::Sink;
@@ -101,6 +101,12 @@ impl<R: LineRecords> LineHandler for Lines<R> {
     ) -> anyhow::Result<()> {
         let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
         self.0.sink().reject(out, lineno, reason, start.to_vec())
+    }
+
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.0
+            .sink()
+            .reject(out, lineno, padding_reason(bytes), Vec::new())
     }
 }
 

@@ -33,7 +33,7 @@ use std::io::BufRead;
 
 use anyhow::Context;
 use arrow::datatypes::{Field, Schema};
-use silt_core::decode::{strip_bom, strip_cr, LineFramer, LineHandler};
+use silt_core::decode::{padding_reason, strip_bom, strip_cr, LineFramer, LineHandler};
 use silt_core::format::{Confidence, FormatOptions, FormatSpec, Probe};
 use silt_core::{meta, Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
@@ -230,6 +230,10 @@ impl LineHandler for EveReader {
             start.to_vec(),
             None,
         )
+    }
+
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.reject(out, lineno, padding_reason(bytes), Vec::new(), None)
     }
 }
 

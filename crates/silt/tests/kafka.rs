@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{ok, p};
+use common::{lake_rejects, ok, p};
 
 static BROKER: Mutex<()> = Mutex::new(());
 
@@ -134,21 +134,6 @@ fn gunzip(src: &Path, dst: &Path) {
         .read_to_end(&mut s)
         .unwrap();
     std::fs::write(dst, s).unwrap();
-}
-
-/// Every reject the lake keeps (`_rejects/*/*`), as JSON.
-fn lake_rejects(lake: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_dir(lake.join("_rejects"))
-        .unwrap()
-        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
-        .flat_map(|f| {
-            std::fs::read_to_string(f.unwrap().path())
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// `client.py consume-avro BROKER TOPIC N ARGS...` (fastavro), one JSON object per message.

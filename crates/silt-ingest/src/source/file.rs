@@ -7,6 +7,12 @@
 //! breaks off (an I/O error, a corrupt gzip stream) becomes a reject of the whole input (line 0)
 //! with what was decoded before it kept, and the other inputs go on.
 //!
+//! Zero padding at the start of a text input (a log truncated by logrotate's `copytruncate`
+//! while its writer kept its offset: a hole as long as the file was) is skipped before the
+//! format is detected or the input judged binary, however long it is, and reported as a reject
+//! of line 1 (`silt_core::decode`'s padding rule, which the line framer applies further on).
+//! Before, such an input was refused whole for the NUL bytes in its first line.
+//!
 //! Touches only the files it is given (read-only) and standard input.
 
 use std::fs::File;
@@ -17,7 +23,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use flate2::read::MultiGzDecoder;
+use silt_core::decode::{nul_run, padding_reason};
 use silt_core::format::PROBE_BYTES;
+use silt_core::Reject;
 use silt_core::SourceInfo;
 
 use super::{whole_input_reject, Checkpoint, Opened, Source, SourceContext};
@@ -149,6 +157,24 @@ pub fn peek(mut r: Box<dyn BufRead + Send>) -> io::Result<(Vec<u8>, Peeked)> {
     Ok((head.clone(), Cursor::new(head).chain(r)))
 }
 
+/// Reads past the NUL bytes `stream` starts with; returns how many there were.
+fn skip_padding(stream: &mut impl BufRead) -> io::Result<u64> {
+    let mut skipped = 0u64;
+    loop {
+        let buf = match stream.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let n = nul_run(buf);
+        if n == 0 {
+            return Ok(skipped);
+        }
+        stream.consume(n);
+        skipped += n as u64;
+    }
+}
+
 /// Files and standard input; see the module documentation.
 pub struct FileSource {
     inputs: Vec<Input>,
@@ -180,7 +206,16 @@ impl FileSource {
                 return Ok(());
             }
         };
-        let (head, mut stream) = match peek(r) {
+        let mut padding = 0;
+        let mut peeked = peek(r);
+        if matches!(&peeked, Ok((head, _)) if head.first() == Some(&0)) && ctx.may_be_text() {
+            let (_, mut stream) = peeked.expect("matched Ok above");
+            peeked = skip_padding(&mut stream).and_then(|n| {
+                padding = n;
+                peek(Box::new(stream))
+            });
+        }
+        let (head, mut stream) = match peeked {
             Ok(x) => x,
             Err(e) => {
                 ctx.out().reject(whole_input_reject(
@@ -190,6 +225,15 @@ impl FileSource {
                 return Ok(());
             }
         };
+        if padding > 0 {
+            ctx.out().reject(Reject {
+                source: info.display.clone(),
+                line: 1,
+                reason: padding_reason(padding),
+                raw: Vec::new(),
+                table: None,
+            })?;
+        }
         match ctx.open(&info, &head)? {
             Opened::Decoder(_, mut d) => ctx.read_stream(&info, d.as_mut(), &mut stream),
             Opened::Empty | Opened::Rejected => Ok(()),

@@ -74,6 +74,15 @@ impl<'a> SourceContext<'a> {
         self.raw_bytes.clone()
     }
 
+    /// Whether this source's streams may be in a text format: the pipeline's format is one, or
+    /// is detected (no binary format silt detects starts with a NUL byte).
+    pub fn may_be_text(&self) -> bool {
+        match self.decoders.choice {
+            crate::pipeline::FormatChoice::Fixed(f) => f.text,
+            crate::pipeline::FormatChoice::Auto { .. } => true,
+        }
+    }
+
     /// Whether the pipeline asked its source to stop (a long-running source checks this).
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)

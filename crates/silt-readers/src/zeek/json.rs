@@ -56,7 +56,7 @@ use hashbrown::HashMap;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Number, Value};
-use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
+use silt_core::decode::{decode_slice, padding_reason, strip_bom, LineFramer, LineHandler};
 use silt_core::schema::unify_types;
 use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
@@ -299,6 +299,11 @@ impl LineHandler for JsonReader {
     ) -> anyhow::Result<()> {
         self.line_no = lineno;
         self.reject(start, overlong_reason(), None, out)
+    }
+
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        self.line_no = lineno;
+        self.reject(b"", padding_reason(bytes), None, out)
     }
 }
 

@@ -40,7 +40,7 @@
 use std::io::BufRead;
 
 use memchr::memchr;
-use silt_core::decode::{decode_slice, strip_bom, LineFramer, LineHandler};
+use silt_core::decode::{decode_slice, padding_reason, strip_bom, LineFramer, LineHandler};
 use silt_core::split::{read_split, Split, SplitLines};
 use silt_core::{Decoder, Emit, ReadOptions, Reject, SourceInfo, TableName};
 
@@ -681,6 +681,14 @@ impl LineHandler for TsvParser {
         self.seen_content = true;
         self.parse_pending(out)?;
         self.reject_overlong(start, out)
+    }
+
+    fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()> {
+        // The lines gathered before it are parsed first, so rejects stay in line order.
+        self.parse_pending(out)?;
+        self.line_no = lineno;
+        let table = self.block.as_ref().map(|b| b.table.clone());
+        self.reject(b"", padding_reason(bytes), table, out)
     }
 }
 

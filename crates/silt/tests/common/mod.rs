@@ -365,3 +365,18 @@ fn openssl(cmd: &mut Command) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every reject the lake keeps (`_rejects/*/*`), as JSON.
+pub fn lake_rejects(lake: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_dir(lake.join("_rejects"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .flat_map(|f| {
+            std::fs::read_to_string(f.unwrap().path())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
