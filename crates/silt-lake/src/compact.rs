@@ -124,6 +124,9 @@ pub struct GroupResult {
     pub output: Option<PathBuf>,
     /// Why the group was not compacted (the inputs are untouched).
     pub error: Option<String>,
+    /// Inputs left in place because their data does not decode (a damaged file: its footer
+    /// reads, its pages do not), with why; the group's other inputs were merged without them.
+    pub damaged: Vec<(PathBuf, String)>,
 }
 
 /// What a compaction did.
@@ -140,8 +143,12 @@ pub struct CompactReport {
 }
 
 impl CompactReport {
+    /// Groups that failed or left a damaged input in place.
     pub fn failed(&self) -> usize {
-        self.groups.iter().filter(|g| g.error.is_some()).count()
+        self.groups
+            .iter()
+            .filter(|g| g.error.is_some() || !g.damaged.is_empty())
+            .count()
     }
 }
 
@@ -362,17 +369,33 @@ pub(crate) fn run(
             seconds: 0.0,
             output: None,
             error: None,
+            damaged: Vec::new(),
         };
         if !opts.dry_run {
             check()?;
             let t = Instant::now();
-            match compact_group(files, &g, &opts.writer, obs) {
-                Ok((out, rows)) => {
-                    r.bytes_out = out.1;
-                    r.output = Some(out.0);
-                    r.rows = rows;
+            // An input whose data does not decode is left in place and the rest merged
+            // without it (a dry run reads no data, so it cannot tell such a file).
+            let mut g = g;
+            loop {
+                match compact_group(files, &g, &opts.writer, obs) {
+                    Ok((out, rows)) => {
+                        r.bytes_out = out.1;
+                        r.output = Some(out.0);
+                        r.rows = rows;
+                    }
+                    Err(GroupFailure::Damaged(i, e)) => {
+                        let bad = g.inputs.remove(i);
+                        r.damaged.push((bad.path, format!("{e:#}")));
+                        r.inputs = g.inputs.len();
+                        r.bytes_in = g.bytes();
+                        if g.inputs.len() >= 2 {
+                            continue;
+                        }
+                    }
+                    Err(GroupFailure::Other(e)) => r.error = Some(format!("{e:#}")),
                 }
-                Err(e) => r.error = Some(format!("{e:#}")),
+                break;
             }
             r.seconds = t.elapsed().as_secs_f64();
         }
@@ -605,13 +628,26 @@ fn read_file(
     Ok(rows)
 }
 
+/// Why a group was not merged.
+enum GroupFailure {
+    /// Input `.0` opened but its data did not decode.
+    Damaged(usize, anyhow::Error),
+    Other(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for GroupFailure {
+    fn from(e: E) -> Self {
+        GroupFailure::Other(e.into())
+    }
+}
+
 /// Merges one group; returns the output (path, bytes) and its rows.
 fn compact_group(
     files: &dyn Files,
     g: &Group,
     cfg: &WriterConfig,
     obs: &mut dyn CompactObserver,
-) -> anyhow::Result<((PathBuf, u64), u64)> {
+) -> Result<((PathBuf, u64), u64), GroupFailure> {
     let mut cfg = cfg.clone();
     cfg.store = g.store;
     cfg.time_column = None;
@@ -628,11 +664,26 @@ fn compact_group(
     let expected = Arc::new(AtomicU64::new(0));
     let inputs: Vec<PathBuf> = g.inputs.iter().map(|f| f.path.clone()).collect();
     let (mut w, written) = files.writer(g, cfg, &inputs, expected.clone())?;
-    for f in &g.inputs {
-        let read = files.open(f).and_then(|src| {
-            read_file(src, f.store, &mut |b| match &g.table_schema {
-                Some(s) => w.batch(&g.table, silt_core::schema::conform(&b, s)?),
+    for (i, f) in g.inputs.iter().enumerate() {
+        let src = match files.open(f) {
+            Ok(src) => src,
+            Err(e) => {
+                w.abandon();
+                return Err(e.context(format!("reading {}", f.path.display())).into());
+            }
+        };
+        // Whether the input's data failed to decode, or the output to take it.
+        let mut writing = None;
+        let read = read_file(src, f.store, &mut |b| {
+            let res = match &g.table_schema {
+                Some(s) => silt_core::schema::conform(&b, s)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|b| w.batch(&g.table, b)),
                 None => w.batch(&g.table, b),
+            };
+            res.map_err(|e| {
+                writing = Some(format!("{e:#}"));
+                e
             })
         });
         match read {
@@ -641,7 +692,13 @@ fn compact_group(
             }
             Err(e) => {
                 w.abandon();
-                return Err(e.context(format!("reading {}", f.path.display())));
+                return Err(match writing {
+                    Some(_) => {
+                        GroupFailure::Other(e.context(format!("reading {}", f.path.display())))
+                    }
+                    // The file is named where it is reported.
+                    None => GroupFailure::Damaged(i, e),
+                });
             }
         }
     }

@@ -162,6 +162,17 @@ pub fn explain_missing_table(
         return e;
     };
     if let Ok(t) = &tables {
+        // `"zeek.conn"` in double quotes is one identifier, a table of the default schema.
+        if let Some(quoted) = name
+            .strip_prefix("public.")
+            .filter(|q| t.iter().any(|t| t.to_string() == *q))
+        {
+            let (module, kind) = quoted.split_once('.').unwrap_or((quoted, ""));
+            return anyhow::anyhow!(
+                "no table \"{quoted}\" in the lake {lake}: in double quotes, {quoted} is one \
+name; the table is {quoted} without quotes, or \"{module}\".\"{kind}\" quoted part by part"
+            );
+        }
         if t.iter().any(|t| t.to_string() == name) {
             // Its directory exists, but without a file there are no columns to answer with.
             return anyhow::anyhow!(

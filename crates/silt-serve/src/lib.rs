@@ -401,10 +401,25 @@ impl Shared {
     pub async fn run_query(&self, sql: &str) -> anyhow::Result<silt_query::QueryResult> {
         let (session, _pin) = self.session()?;
         let lake = session.lake().root.display().to_string();
-        session
-            .query(sql)
-            .await
-            .map_err(|e| silt_query::explain_missing_table(e, &lake, Ok(session.tables())))
+        match session.query(sql).await {
+            Ok(r) => Ok(r),
+            // A file whose footer reads but whose data does not: named (reading the tables'
+            // files again blocks, for at most the budget).
+            Err(e) if silt_query::damage::decode_failure(&e) => {
+                let root = session.lake().root.clone();
+                let sql = sql.to_string();
+                let budget = std::time::Duration::from_secs(10);
+                Err(tokio::task::spawn_blocking(move || {
+                    silt_query::damage::explain_damage(e, &root, &sql, budget)
+                })
+                .await?)
+            }
+            Err(e) => Err(silt_query::explain_missing_table(
+                e,
+                &lake,
+                Ok(session.tables()),
+            )),
+        }
     }
 }
 

@@ -473,6 +473,14 @@ fn retain_drops_old_partitions_and_vacuum_cleans_up() {
     assert!(!o.status.success());
     assert!(err.contains("table zeek.nope is not in the lake"), "{err}");
     assert!(err.contains("zeek.conn, zeek.dns"), "{err}");
+    // A table name quoted whole is one identifier: the error says how to write it.
+    let o = silt(&["query", "--lake", p(&lake), "SELECT * FROM \"zeek.conn\""]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("the table is zeek.conn without quotes, or \"zeek\".\"conn\""),
+        "{err}"
+    );
 
     // A window long enough keeps everything.
     let out = ok(&["retain", "--lake", p(&lake), "--keep", "9000d"]);
@@ -576,6 +584,53 @@ fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains(&name), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("CREATE TABLE"));
+
+    // A file whose footer reads but whose data pages are zeroed passes the footer checks; a
+    // query that decodes it fails, and the error names it and says what to do.
+    let zeroed = &files[1];
+    let mut bytes = std::fs::read(zeroed).unwrap();
+    let half = bytes.len() / 2;
+    bytes[4..half].fill(0);
+    std::fs::write(zeroed, &bytes).unwrap();
+    let zname = zeroed.file_name().unwrap().to_string_lossy().to_string();
+    let sql = "SELECT count(DISTINCT uid), min(ts), max(history) FROM zeek.conn";
+    let out = silt(&["query", "--lake", p(&lake), sql]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{zname} is damaged: its footer reads, but its data does not"
+        )) && stderr.contains("move it out of the lake"),
+        "{stderr}"
+    );
+    let error = stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(
+        !error.contains(&name),
+        "only the file that fails is named: {stderr}"
+    );
+
+    // Compaction leaves both damaged files in place, names them, merges the rest of their
+    // partition, and exits 3.
+    let dir = zeroed.parent().unwrap();
+    let before = walk(dir).len();
+    let out = silt(&["compact", "--lake", p(&lake), "--older-than", "0s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    for n in [&name, &zname] {
+        assert!(
+            stderr.contains(&format!("{n} left in place: its data does not decode")),
+            "{n}: {stderr}"
+        );
+    }
+    assert!(zeroed.exists() && victim.exists());
+    let after: Vec<PathBuf> = walk(dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    assert!(
+        after.len() < before && after.len() >= 2,
+        "{before} -> {after:?}"
+    );
 }
 
 /// Every file under `d`.

@@ -44,8 +44,17 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
         } else {
             format!("/{}", g.partition)
         };
+        for (path, e) in &g.damaged {
+            eprintln!(
+                "{}{part}: {} left in place: its data does not decode ({e}); move it out of the \
+                 lake (or restore it from a copy)",
+                g.table,
+                path.display()
+            );
+        }
         match &g.error {
             Some(e) => eprintln!("{}{part}: {} files NOT compacted: {e}", g.table, g.inputs),
+            None if g.output.is_none() && !a.dry_run => {}
             None if a.dry_run => eprintln!(
                 "{}{part}: would merge {} files, {}",
                 g.table,
@@ -80,13 +89,19 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
         rows: u64,
         seconds: f64,
         failed: usize,
+        damaged: usize,
     }
     let mut per: BTreeMap<String, Sum> = BTreeMap::new();
     for g in &rep.groups {
         let s = per.entry(g.table.to_string()).or_default();
         s.groups += 1;
+        s.damaged += g.damaged.len();
         if g.error.is_some() {
             s.failed += 1;
+            continue;
+        }
+        if g.output.is_none() && !a.dry_run {
+            // Damaged inputs left fewer than two to merge.
             continue;
         }
         s.files_in += g.inputs;
@@ -101,7 +116,8 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|(t, s)| {
                 serde_json::json!({
-                    "table": t, "groups": s.groups, "failed": s.failed, "files_in": s.files_in,
+                    "table": t, "groups": s.groups, "failed": s.failed, "damaged": s.damaged,
+                    "files_in": s.files_in,
                     "files_out": s.files_out, "bytes_in": s.bytes_in, "bytes_out": s.bytes_out,
                     "rows": s.rows, "seconds": s.seconds,
                 })
@@ -116,8 +132,19 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
                 })
             })
             .collect();
+        let damaged: Vec<serde_json::Value> = rep
+            .groups
+            .iter()
+            .flat_map(|g| {
+                g.damaged.iter().map(|(path, e)| {
+                    serde_json::json!({"table": g.table.to_string(), "partition": g.partition,
+                        "file": path.display().to_string(), "error": e})
+                })
+            })
+            .collect();
         let v = serde_json::json!({
-            "dry_run": a.dry_run, "tables": tables, "errors": errors, "in_flight": rep.in_flight,
+            "dry_run": a.dry_run, "tables": tables, "errors": errors, "damaged_files": damaged,
+            "in_flight": rep.in_flight,
             "recovered": {
                 "completed": rep.recovery.completed, "abandoned": rep.recovery.abandoned,
                 "inputs_removed": rep.recovery.inputs_removed, "dead_import_files": rep.dead_import_files,
@@ -148,7 +175,12 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
         }
         for (t, s) in &per {
             let mbps = s.bytes_in as f64 / 1e6 / s.seconds.max(1e-9);
-            if a.dry_run {
+            if !a.dry_run && s.files_in == 0 && s.failed == 0 {
+                println!(
+                    "{t}: nothing merged, {} damaged file(s) left in place",
+                    s.damaged
+                );
+            } else if a.dry_run {
                 println!(
                     "{t}: would merge {} files ({}) into {} file(s)",
                     s.files_in,
@@ -165,10 +197,12 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
                     s.rows,
                     s.seconds,
                     mbps,
-                    if s.failed > 0 {
-                        format!(", {} group(s) FAILED", s.failed)
-                    } else {
-                        String::new()
+                    match (s.failed, s.damaged) {
+                        (0, 0) => String::new(),
+                        (f, 0) => format!(", {f} group(s) FAILED"),
+                        (0, d) => format!(", {d} damaged file(s) left in place"),
+                        (f, d) =>
+                            format!(", {f} group(s) FAILED, {d} damaged file(s) left in place"),
                     }
                 );
             }

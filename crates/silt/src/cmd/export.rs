@@ -38,6 +38,14 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let r = loop {
         match rt.block_on(session.query(&a.sql)) {
             Ok(r) => break r,
+            Err(e) if silt_query::damage::decode_failure(&e) => {
+                return Err(silt_query::damage::explain_damage(
+                    e,
+                    &a.lake,
+                    &a.sql,
+                    std::time::Duration::from_secs(10),
+                ));
+            }
             Err(e) => {
                 retry.after(e, false)?;
                 session = open()?;

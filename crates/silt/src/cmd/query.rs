@@ -96,6 +96,15 @@ csv|json|ndjson|parquet",
                         }
                     ))
                 }
+                // A file whose footer reads but whose data does not: named.
+                Err(e) if silt_query::damage::decode_failure(&e) => {
+                    return Err(silt_query::damage::explain_damage(
+                        e,
+                        &lake,
+                        &a.sql,
+                        std::time::Duration::from_secs(10),
+                    ))
+                }
                 // The session opened only the tables the SQL names: the lake is listed again.
                 Err(e) => {
                     let tables = silt_lake::remote::LakeRoot::open(&lake).and_then(|l| l.tables());
