@@ -160,7 +160,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A parameter the endpoint does not know is a 400 naming the ones it knows (a misspelt
+/// `?wiat=visible` answered as if it were absent would wait for nothing).
 #[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct IngestParams {
     format: Option<String>,
     /// `visible`: answer once the events are queryable too, not only durable.
@@ -441,6 +444,7 @@ fn json(v: serde_json::Value) -> Response {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct QueryParams {
     q: Option<String>,
     format: Option<String>,
@@ -490,7 +494,13 @@ async fn query(
         Err(r) => return r,
     };
     let sql = match (&p.q, body.is_empty()) {
-        (Some(q), _) => q.clone(),
+        (Some(_), false) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "the SQL came twice, as ?q= and as the request body: send it one way",
+            )
+        }
+        (Some(q), true) => q.clone(),
         (None, false) => match String::from_utf8(body.to_vec()) {
             Ok(q) => q,
             Err(_) => return error(StatusCode::BAD_REQUEST, "the SQL is not UTF-8"),

@@ -822,6 +822,32 @@ async fn a_query_after_wait_visible_or_after_seq_sees_the_events() {
             assert_eq!(s, 400, "{v}");
             assert!(v["error"].as_str().unwrap().contains("after"), "{v}");
         }
+        // A parameter an endpoint does not know is refused with the ones it knows, and nothing
+        // of the body is stored.
+        let (s, v) = post(
+            addr,
+            "/v1/ingest/app.events?wiat=visible",
+            "application/x-ndjson",
+            b"{\"id\": 999999}",
+        );
+        assert_eq!(s, 400, "{v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(e.contains("wiat") && e.contains("wait"), "{v}");
+        let (s, v) = post(addr, "/v1/query?fromat=csv", "application/sql", b"SELECT 1");
+        assert_eq!(s, 400, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("fromat"), "{v}");
+        // The SQL given twice is refused rather than one of them run.
+        let (s, v) = post(addr, "/v1/query?q=SELECT%201", "application/sql", b"SELECT 2");
+        assert_eq!(s, 400, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("came twice"), "{v}");
+        let (s, v) = post(
+            addr,
+            "/v1/query?format=json",
+            "application/sql",
+            b"SELECT count(*) AS n FROM app.events WHERE id = 999999",
+        );
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v[0]["n"], 0, "{v}");
     })
     .await
     .unwrap();
