@@ -24,7 +24,7 @@
 //! Touches nothing itself: appends go to the log, queries read the lake through `silt_query`.
 
 use std::io::Read;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,31 +60,106 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client has to send a request's body once its headers came (`408` after it).
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What the HTTP accept loop allows.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// How long a client has to send a request's headers ([`HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+    /// Connections one client (IP address) may hold open at once; 0: no limit. One more is
+    /// answered `503` and closed, so that one client cannot take every file descriptor the
+    /// server has (many half-sent requests held open until the header timeout, again and
+    /// again), while others are still served.
+    pub per_client: usize,
+    /// Connections refused for that (`silt_http_connections_refused_total`).
+    pub refused: Arc<AtomicU64>,
+}
+
+/// Connections open per client, shared by the accept loop and the connections' tasks.
+type Open = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
+/// A connection counted in [`Open`]; uncounted when dropped.
+struct Held {
+    open: Open,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Answers a connection over the client's limit with a `503` and closes it (within a second:
+/// a client that does not read is simply dropped).
+async fn refuse<I: tokio::io::AsyncWrite + Unpin>(mut io: I, limit: usize) {
+    use tokio::io::AsyncWriteExt;
+    let body = serde_json::json!({
+        "error": format!(
+            "this client has {limit} connections open to the API already \
+             (--http-max-connections-per-client): reuse them (keep-alive) or close some"
+        )
+    })
+    .to_string();
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        io.write_all(answer.as_bytes()).await?;
+        io.shutdown().await
+    })
+    .await;
+}
+
 /// Serves `app` on `listener` until `stop` ends, then lets the connections finish their requests
 /// (as `axum::serve` with its graceful shutdown). Unlike `axum::serve` it gives hyper a timer, so
-/// a client that never finishes its headers is closed after `header_timeout` ([`HEADER_TIMEOUT`])
-/// instead of holding a connection (and a file descriptor) for good. The connections are this
-/// future's own: dropping it closes them.
-pub async fn serve<L: axum::serve::Listener>(
+/// a client that never finishes its headers is closed after `limits.header_timeout` instead of
+/// holding a connection (and a file descriptor) for good, and it bounds the connections one
+/// client holds ([`Limits::per_client`]). The connections are this future's own: dropping it
+/// closes them.
+pub async fn serve<L: axum::serve::Listener<Addr = std::net::SocketAddr>>(
     mut listener: L,
     app: Router,
     stop: impl std::future::Future<Output = ()>,
-    header_timeout: Duration,
+    limits: Limits,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(limits.header_timeout);
     let (closing, closed) = tokio::sync::watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
+    let open: Open = Default::default();
     tokio::pin!(stop);
     loop {
         tokio::select! {
-            (io, _) = listener.accept() => {
+            (io, addr) = listener.accept() => {
+                let ip = addr.ip();
+                let admitted = {
+                    let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+                    let n = open.entry(ip).or_insert(0);
+                    let admitted = limits.per_client == 0 || *n < limits.per_client;
+                    *n += usize::from(admitted);
+                    admitted
+                };
+                if !admitted {
+                    limits.refused.fetch_add(1, Ordering::Relaxed);
+                    conns.spawn(refuse(io, limits.per_client));
+                    continue;
+                }
+                let held = Held { open: open.clone(), ip };
                 let svc = hyper_util::service::TowerToHyperService::new(app.clone());
                 let conn = http.serve_connection(TokioIo::new(io), svc);
                 let mut closed = closed.clone();
                 conns.spawn(async move {
+                    let _held = held;
                     tokio::pin!(conn);
                     let closing = tokio::select! {
                         _ = conn.as_mut() => false,
@@ -694,7 +769,11 @@ mod tests {
             async move {
                 let _ = stopped.await;
             },
-            Duration::from_millis(300),
+            Limits {
+                header_timeout: Duration::from_millis(300),
+                per_client: 0,
+                refused: Default::default(),
+            },
         ));
         let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
         slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
@@ -723,6 +802,82 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), server)
             .await
             .expect("the stop waited for an idle keep-alive connection")
+            .unwrap();
+    }
+
+    /// A client holding its limit of connections gets a JSON 503 for one more and the
+    /// connection closed; once it closes one, a new one is served.
+    #[tokio::test]
+    async fn a_client_over_its_connection_limit_is_answered_503() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route("/", get(|| async { "hi" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let refused = Arc::new(AtomicU64::new(0));
+        let server = tokio::spawn(serve(
+            listener,
+            app,
+            async move {
+                let _ = stopped.await;
+            },
+            Limits {
+                header_timeout: Duration::from_secs(30),
+                per_client: 3,
+                refused: refused.clone(),
+            },
+        ));
+        async fn get_hi(c: &mut tokio::net::TcpStream) -> String {
+            c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = vec![0u8; 1024];
+            let n = c.read(&mut buf).await.unwrap();
+            String::from_utf8_lossy(&buf[..n]).to_string()
+        }
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            assert!(get_hi(&mut c).await.starts_with("HTTP/1.1 200"));
+            held.push(c);
+        }
+        let mut over = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), over.read_to_end(&mut got))
+            .await
+            .expect("the connection over the limit was not closed")
+            .unwrap();
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        let body: serde_json::Value =
+            serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("3 connections open"),
+            "{body}"
+        );
+        assert_eq!(refused.load(Ordering::Relaxed), 1);
+        // The held connections still work; one closed makes room for another.
+        assert!(get_hi(&mut held[0]).await.starts_with("HTTP/1.1 200"));
+        drop(held.pop());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let answer = get_hi(&mut c).await;
+            if answer.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            // The server may not have seen the close yet.
+            assert!(Instant::now() < deadline, "{answer}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.send(()).unwrap();
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .unwrap()
             .unwrap();
     }
 

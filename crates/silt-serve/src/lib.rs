@@ -139,6 +139,8 @@ pub struct ServeConfig {
     pub query_memory: Option<usize>,
     /// Queries running at once at most (HTTP and Flight SQL together); more are refused.
     pub max_queries: usize,
+    /// HTTP API connections one client (IP address) may hold open at once; 0: no limit.
+    pub http_max_connections_per_client: usize,
     /// The databases of `--enrich` and of the SQL functions asn(), as_org(), geo_country(),
     /// geo_city(), rdns(): the handle an enricher was made with (or a standalone one), so that
     /// a reload reaches both.
@@ -190,6 +192,7 @@ impl ServeConfig {
             query_timeout: Duration::from_secs(300),
             query_memory: None,
             max_queries: 8,
+            http_max_connections_per_client: 256,
             lookups: None,
             reload_lookups: None,
             maintain: maintain::MaintainConfig::default(),
@@ -756,12 +759,17 @@ impl Server {
                 let _ = stopped.wait_for(|s| *s).await;
             };
             let failures = shared.metrics.api_tls_failures.clone();
+            let limits = http::Limits {
+                header_timeout: http::HEADER_TIMEOUT,
+                per_client: cfg.http_max_connections_per_client,
+                refused: shared.metrics.http_connections_refused.clone(),
+            };
             tasks.push(tokio::spawn(async move {
                 match tls {
-                    None => http::serve(listener, app, stop, http::HEADER_TIMEOUT).await,
+                    None => http::serve(listener, app, stop, limits).await,
                     Some(acceptor) => {
                         match tls::TlsListener::new(listener, acceptor, "--http", failures) {
-                            Ok(l) => http::serve(l, app, stop, http::HEADER_TIMEOUT).await,
+                            Ok(l) => http::serve(l, app, stop, limits).await,
                             Err(e) => tracing::error!("HTTP server: {e}"),
                         }
                     }

@@ -25,6 +25,8 @@ pub struct ServerMetrics {
     pub lookup_reload_failures: AtomicU64,
     /// TLS handshakes on the HTTP API and Flight SQL that failed or timed out.
     pub api_tls_failures: std::sync::Arc<AtomicU64>,
+    /// HTTP API connections refused: their client held --http-max-connections-per-client.
+    pub http_connections_refused: std::sync::Arc<AtomicU64>,
 }
 
 fn line(out: &mut String, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
@@ -286,6 +288,13 @@ pub fn render(s: &Shared) -> String {
         "counter",
         "Forward TLS handshakes that failed or timed out; the connection was closed.",
         f.tls_failures,
+    );
+    line(
+        &mut o,
+        "http_connections_refused_total",
+        "counter",
+        "HTTP API connections refused (503) because their client held --http-max-connections-per-client.",
+        l(&s.metrics.http_connections_refused),
     );
     line(
         &mut o,

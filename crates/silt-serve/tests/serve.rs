@@ -837,7 +837,12 @@ async fn a_query_after_wait_visible_or_after_seq_sees_the_events() {
         assert_eq!(s, 400, "{v}");
         assert!(v["error"].as_str().unwrap().contains("fromat"), "{v}");
         // The SQL given twice is refused rather than one of them run.
-        let (s, v) = post(addr, "/v1/query?q=SELECT%201", "application/sql", b"SELECT 2");
+        let (s, v) = post(
+            addr,
+            "/v1/query?q=SELECT%201",
+            "application/sql",
+            b"SELECT 2",
+        );
         assert_eq!(s, 400, "{v}");
         assert!(v["error"].as_str().unwrap().contains("came twice"), "{v}");
         let (s, v) = post(

@@ -665,6 +665,10 @@ pub struct ServeArgs {
     /// Queries running at once at most (HTTP and Flight SQL together); more get HTTP 429.
     #[arg(long, default_value_t = 8)]
     pub max_queries: usize,
+    /// HTTP API connections one client (IP address) may hold open at once; one more is
+    /// answered 503 and closed (0: no limit). Raise it when many clients come through one proxy.
+    #[arg(long, default_value_t = 256)]
+    pub http_max_connections_per_client: usize,
     /// Merge each partition's small files this often (e.g. 10m), as `silt compact` does;
     /// queries see the old files or the merged one, never both.
     #[arg(long, value_parser = crate::units::parse_duration)]

@@ -266,6 +266,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     cfg.query_timeout = a.query_timeout;
     cfg.query_memory = a.query_memory;
     cfg.max_queries = a.max_queries;
+    cfg.http_max_connections_per_client = a.http_max_connections_per_client;
     cfg.options = FormatOptions::new(ReadOptions::default());
     let per_table = crate::opts::retention_windows(&a.keep_table, "--keep-table")?;
     cfg.maintain = silt_serve::maintain::MaintainConfig {
