@@ -114,13 +114,13 @@ pub trait LineHandler {
     fn padding(&mut self, lineno: u64, bytes: u64, out: &mut dyn Emit) -> anyhow::Result<()>;
 }
 
-/// The reject reason for `bytes` NUL bytes of zero padding skipped before a line (or, at the
-/// end of a stream, after the last one).
+/// The reject reason for `bytes` NUL bytes of zero padding skipped where a line starts (at the
+/// end of a stream, a last "line" of nothing else).
 pub fn padding_reason(bytes: u64) -> String {
     format!(
-        "{bytes} NUL byte{} of zero padding skipped before this line (a crash that left \
+        "{bytes} NUL byte{} of zero padding skipped where this line starts (a crash that left \
          allocated blocks unwritten, or logrotate's copytruncate while the writer kept its \
-         offset); the line itself is read",
+         offset); what follows them, if anything, is read as the line",
         if bytes == 1 { "" } else { "s" }
     )
 }

@@ -69,16 +69,17 @@ impl<'a> Probe<'a> {
 pub const PROBE_BYTES: usize = 64 << 10;
 
 /// Why an input that starts with `head` is binary data rather than lines of text, when its first
-/// line (after a byte-order mark and blank lines, within [`PROBE_BYTES`]) holds a NUL byte: text
-/// formats (Zeek, which escapes every unprintable byte, EVE, JSON, CSV, LTSV, syslog, access
-/// logs) never have one there, while executables, captures, Parquet and compressed files of
-/// another kind have them within their first bytes. Read line by line, such a file became a
-/// reject per "line", and in the line formats that accept almost anything (CSV, LTSV, syslog)
-/// rows of junk in a new table: `silt import csv /bin/ls` imported 120 of them. A NUL further on
-/// (a log cut short by a crash and padded with zeros) is left to the line it is in.
+/// line (after a byte-order mark, blank lines and zero padding, within [`PROBE_BYTES`]) holds a
+/// NUL byte: text formats (Zeek, which escapes every unprintable byte, EVE, JSON, CSV, LTSV,
+/// syslog, access logs) never have one there, while executables, captures, Parquet and
+/// compressed files of another kind have them within their first bytes. Read line by line, such
+/// a file became a reject per "line", and in the line formats that accept almost anything (CSV,
+/// LTSV, syslog) rows of junk in a new table: `silt import csv /bin/ls` imported 120 of them. A
+/// NUL inside a line further on is left to the line it is in.
 pub fn binary_head(head: &[u8]) -> Option<String> {
     let head = &head[..head.len().min(PROBE_BYTES)];
-    let body = crate::decode::strip_bom(head);
+    // Zero padding where a line starts is skipped, not judged (`crate::decode`).
+    let body = without_padding(crate::decode::strip_bom(head));
     let body = &body[body.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
     let first = body.split(|&c| c == b'\n').next().unwrap_or(body);
     let at = first.iter().position(|&c| c == 0)?;

@@ -6,6 +6,7 @@
 //! - [`schema`]: unifying two schemas and conforming a batch to a unified schema;
 //! - [`time`] and [`addr`]: exact parsing of timestamps and canonical IP address text;
 //! - [`meta`]: the schema metadata keys readers set and the lake writer reads;
+//! - [`panics`]: another library's panic on bad input turned into an error;
 //! - [`decode`]: the [`Decoder`] contract every format implements (fed in pieces or read whole),
 //!   and the line framer the line-based formats share;
 //! - [`split`]: one stream's blocks of lines decoded on several threads, in stream order;
@@ -20,6 +21,7 @@ pub mod decode;
 pub mod emit;
 pub mod format;
 pub mod meta;
+pub mod panics;
 pub mod schema;
 pub mod sink;
 pub mod split;

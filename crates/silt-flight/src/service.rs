@@ -462,7 +462,13 @@ impl FlightSqlService for FlightSqlServer {
         _query: CommandPreparedStatementUpdate,
         _request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        Err(read_only("executing updates"))
+        // What ADBC's `executemany` and JDBC's `executeUpdate`/`executeBatch` send, whatever
+        // the statement is: a SELECT too.
+        Err(Status::permission_denied(format!(
+            "{READ_ONLY}: executing a prepared statement as an update (ADBC executemany, JDBC \
+             executeUpdate or executeBatch) is not supported; run it as a query with execute() \
+             (executeQuery in JDBC), binding one row of parameters at a time"
+        )))
     }
 
     async fn do_put_statement_ingest(

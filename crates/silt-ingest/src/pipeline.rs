@@ -554,8 +554,10 @@ mod tests {
     #[test]
     fn a_text_format_refuses_binary_input_whole() {
         let elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\n\x01\x02,3\nx=1\n";
-        let bom_blank = b"\xEF\xBB\xBF\n  \n\x00\x01\x02\n";
+        let bom_blank = b"\xEF\xBB\xBF\n  \n\x01\x00\x02\n";
         let zeros_later = b"a,b\n1,2\n\x00\x00\x00\n3,4\n";
+        // Zero padding after a blank first line is padding, not binary data.
+        let padded_after_blank = b"\n\x00\x00\x00\x00\x00a,b\n1,2\n";
         let info = SourceInfo {
             display: "/x/in".into(),
             file_name: Some("in".into()),
@@ -586,9 +588,11 @@ mod tests {
             if format.text {
                 text += 1;
                 let mut out = silt_core::CollectEmit::default();
-                let opened = decoders.open(&info, zeros_later, &mut out).unwrap();
-                assert!(matches!(opened, Opened::Decoder(..)), "{name}");
-                assert!(out.rejects.is_empty(), "{name}");
+                for head in [&zeros_later[..], &padded_after_blank[..]] {
+                    let opened = decoders.open(&info, head, &mut out).unwrap();
+                    assert!(matches!(opened, Opened::Decoder(..)), "{name}");
+                    assert!(out.rejects.is_empty(), "{name}");
+                }
             }
         }
         // zeek, suricata, json, csv, tsv, ltsv, syslog, access, docker.

@@ -609,19 +609,35 @@ fn read_file(
         rows += b.num_rows() as u64;
         f(b)
     };
+    // A reader's panic on a damaged page is an error of this file (`silt_core::panics`).
+    let caught = |p: String| anyhow::anyhow!("the reader panicked on it: {p}");
     match store {
         StoreKind::Parquet => {
             let builder = ParquetRecordBatchReaderBuilder::try_new(src)?;
             // The reader's batches lack the schema's metadata (time column, lookup columns),
             // which the output must keep.
             let schema = builder.schema().clone();
-            for b in builder.with_batch_size(READ_ROWS).build()? {
-                each(b?.with_schema(schema.clone())?)?;
+            let mut reader = builder.with_batch_size(READ_ROWS).build()?;
+            while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
+                let b = b?;
+                // A damaged page can decode into arrays whose buffers disagree with their
+                // lengths: the writer would panic on them, or write them.
+                for c in b.columns() {
+                    c.to_data().validate_full()?;
+                }
+                each(b.with_schema(schema.clone())?)?;
             }
         }
         StoreKind::Feather => {
-            for b in FileReader::try_new(src.into_reader(), None)? {
-                each(b?)?;
+            let mut reader = FileReader::try_new(src.into_reader(), None)?;
+            while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
+                let b = b?;
+                // Arrow IPC checks offsets and lengths only when asked; a damaged file's
+                // batch would otherwise go into the output (or panic later, in the writer).
+                for c in b.columns() {
+                    c.to_data().validate_full()?;
+                }
+                each(b)?;
             }
         }
     }

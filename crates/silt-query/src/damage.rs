@@ -29,6 +29,11 @@ pub fn decode_failure(e: &anyhow::Error) -> bool {
         "Data corruption",
         "ZSTD",
         "zstd",
+        // Arrow's checks of the buffers it read (a damaged Feather file).
+        "Arrow error: Invalid argument error",
+        "Offset invariant",
+        // A reader's panic on a damaged page (caught by silt or by DataFusion's tasks).
+        "panicked",
     ]
     .iter()
     .any(|k| msg.contains(k))
@@ -86,33 +91,44 @@ pub fn find_damaged(
     Ok(check)
 }
 
-/// Decodes every row of the file at `path`: `Err` when its data does not decode. A file whose
-/// footer does not read is `Ok`: opening the lake skipped it already, with a warning.
+/// Decodes every row of the file at `path`: `Err` when its data does not decode (a reader's
+/// panic on it included). A file whose footer does not read is `Ok`: opening the lake skipped
+/// it already, with a warning.
 fn read_whole(path: &Path, store: StoreKind) -> anyhow::Result<()> {
     let Ok(file) = File::open(path) else {
         return Ok(());
     };
-    match store {
-        StoreKind::Parquet => {
-            let Ok(builder) =
-                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-            else {
-                return Ok(());
-            };
-            for batch in builder.build()? {
-                batch?;
+    let read = silt_core::panics::catch(|| -> anyhow::Result<()> {
+        match store {
+            StoreKind::Parquet => {
+                let Ok(builder) =
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                else {
+                    return Ok(());
+                };
+                for batch in builder.build()? {
+                    // A damaged page can decode into arrays whose buffers disagree with their
+                    // lengths, on which a query then panics.
+                    for c in batch?.columns() {
+                        c.to_data().validate_full()?;
+                    }
+                }
+            }
+            StoreKind::Feather => {
+                let Ok(reader) = arrow::ipc::reader::FileReader::try_new(file, None) else {
+                    return Ok(());
+                };
+                for batch in reader {
+                    // Arrow IPC checks offsets and lengths only when asked.
+                    for c in batch?.columns() {
+                        c.to_data().validate_full()?;
+                    }
+                }
             }
         }
-        StoreKind::Feather => {
-            let Ok(reader) = arrow::ipc::reader::FileReader::try_new(file, None) else {
-                return Ok(());
-            };
-            for batch in reader {
-                batch?;
-            }
-        }
-    }
-    Ok(())
+        Ok(())
+    });
+    read.map_err(|p| anyhow::anyhow!("the reader panicked on it: {p}"))?
 }
 
 /// `e` (a query over the local lake `lake` that failed decoding data, see [`decode_failure`])
@@ -137,10 +153,15 @@ pub fn explain_damage(e: anyhow::Error, lake: &Path, sql: &str, budget: Duration
         ),
         [] => return e,
         [one] => format!(
-            "the file {} is damaged: its footer reads, but its data does not ({}); move it out \
-             of the lake (or restore it from a copy) and run the query again",
+            "the file {} is damaged: its footer reads, but its data does not{}; move it out of \
+             the lake (or restore it from a copy) and run the query again",
             one.path.display(),
-            one.error
+            // The query's own error follows; the file's is told only when it differs.
+            if format!("{e:#}").contains(&one.error) {
+                String::new()
+            } else {
+                format!(" ({})", one.error)
+            }
         ),
         many => {
             let shown: Vec<String> = many

@@ -18,19 +18,42 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 /// `sql` with every `?` placeholder numbered `$1, $2, …` in order of appearance. SQL without
 /// `?` placeholders (or that does not tokenize: the planner reports that) is returned as it is.
-pub fn number_placeholders(sql: &str) -> String {
+/// SQL with both kinds (`a = ? AND b = $1`) is an error: which value goes where would be a
+/// guess (DataFusion said only that `$1` had two types).
+pub fn number_placeholders(sql: &str) -> anyhow::Result<String> {
     if !sql.contains('?') {
-        return sql.to_string();
+        return Ok(sql.to_string());
     }
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
-        return sql.to_string();
+        return Ok(sql.to_string());
     };
+    let numbered = tokens.iter().find_map(|t| match &t.token {
+        Token::Placeholder(p) if p.starts_with('$') => Some(p.clone()),
+        _ => None,
+    });
+    let marks = tokens
+        .iter()
+        .any(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"));
+    if let (Some(n), true) = (numbered, marks) {
+        anyhow::bail!(
+            "the statement has both ? and {n} placeholders: write them all as ? (numbered in \
+             order) or all as $1, $2, …"
+        );
+    }
+    Ok(number_tokens(sql, &tokens))
+}
+
+/// `sql` with the `?` placeholders of its `tokens` numbered.
+fn number_tokens(
+    sql: &str,
+    tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan],
+) -> String {
     // Byte offsets of the `?` tokens, from their (line, column) in characters.
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
     let mut at = Vec::new();
-    for t in &tokens {
+    for t in tokens {
         if !matches!(&t.token, Token::Placeholder(p) if p == "?") {
             continue;
         }
@@ -191,17 +214,25 @@ mod tests {
     #[test]
     fn question_marks_are_numbered_outside_strings_identifiers_and_comments() {
         assert_eq!(
-            number_placeholders("SELECT * FROM t WHERE a = ? AND b > ?"),
+            number_placeholders("SELECT * FROM t WHERE a = ? AND b > ?").unwrap(),
             "SELECT * FROM t WHERE a = $1 AND b > $2"
         );
         assert_eq!(
             number_placeholders(
                 "SELECT 'it''s ?', \"q?\" -- why?\nFROM t /* ? */ WHERE é = 'é' AND x = ?"
-            ),
+            )
+            .unwrap(),
             "SELECT 'it''s ?', \"q?\" -- why?\nFROM t /* ? */ WHERE é = 'é' AND x = $1"
         );
         for same in ["SELECT 1", "SELECT '?'", "SELECT $1", "SELECT 'unclosed ?"] {
-            assert_eq!(number_placeholders(same), same);
+            assert_eq!(number_placeholders(same).unwrap(), same);
         }
+        let mixed = number_placeholders("SELECT * FROM t WHERE a = ? AND b = $1").unwrap_err();
+        assert!(mixed.to_string().contains("both ? and $1"), "{mixed}");
+        // A `$1` inside a string is no placeholder.
+        assert_eq!(
+            number_placeholders("SELECT '$1' WHERE a = ?").unwrap(),
+            "SELECT '$1' WHERE a = $1"
+        );
     }
 }

@@ -519,7 +519,7 @@ impl SiltSession {
         ctx: &SessionContext,
         sql: &str,
     ) -> anyhow::Result<datafusion::dataframe::DataFrame> {
-        let sql = crate::params::number_placeholders(sql);
+        let sql = crate::params::number_placeholders(sql)?;
         let sql = sql.as_str();
         let opts = datafusion::execution::context::SQLOptions::new()
             .with_allow_ddl(false)

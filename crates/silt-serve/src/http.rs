@@ -51,6 +51,20 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), auth))
         .route("/health", get(health))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "no such endpoint: the API has POST /v1/ingest/TABLE, GET or POST /v1/query, \
+                 GET /health and GET /metrics",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this endpoint does not take that method: ingest is POST, /v1/query GET or POST, \
+                 /health and /metrics GET",
+            )
+        })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(shared)
 }
@@ -568,14 +582,17 @@ async fn query(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let sql = match (&p.q, body.is_empty()) {
+    // An empty `?q=` and a body of white space are no SQL.
+    let q = p.q.as_deref().filter(|q| !q.trim().is_empty());
+    let body_empty = body.iter().all(u8::is_ascii_whitespace);
+    let sql = match (q, body_empty) {
         (Some(_), false) => {
             return error(
                 StatusCode::BAD_REQUEST,
                 "the SQL came twice, as ?q= and as the request body: send it one way",
             )
         }
-        (Some(q), true) => q.clone(),
+        (Some(q), true) => q.to_string(),
         (None, false) => match String::from_utf8(body.to_vec()) {
             Ok(q) => q,
             Err(_) => return error(StatusCode::BAD_REQUEST, "the SQL is not UTF-8"),
@@ -642,7 +659,13 @@ async fn query(
         }
         Ok(Err(e)) => {
             s.metrics.query_errors.fetch_add(1, Ordering::Relaxed);
-            return error(StatusCode::BAD_REQUEST, format!("{e:#}"));
+            // Data the server cannot read (a damaged file) is its fault, not the request's.
+            let status = if silt_query::damage::decode_failure(&e) {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return error(status, format!("{e:#}"));
         }
         Ok(Ok(r)) => r,
     };

@@ -224,6 +224,19 @@ impl CompactObserver for Swap<'_> {
     }
 
     fn group(&mut self, r: &GroupResult) {
+        for (path, e) in &r.damaged {
+            // Told on every round it is still there: the lake needs a hand.
+            self.stats.failures.fetch_add(1, Ordering::Relaxed);
+            let msg = format!(
+                "compaction of {}/{}: {} left in place: its data does not decode ({e}); move it \
+                 out of the lake (or restore it from a copy)",
+                r.table,
+                r.partition,
+                path.display()
+            );
+            tracing::warn!("{msg}");
+            *self.stats.last_error.lock().expect("not poisoned") = Some(msg);
+        }
         match &r.error {
             Some(e) => {
                 self.stats.failures.fetch_add(1, Ordering::Relaxed);
@@ -231,6 +244,8 @@ impl CompactObserver for Swap<'_> {
                 tracing::warn!("{msg}");
                 *self.stats.last_error.lock().expect("not poisoned") = Some(msg);
             }
+            // Damaged inputs left fewer than two to merge: nothing was written.
+            None if r.output.is_none() => {}
             None => {
                 self.stats.groups.fetch_add(1, Ordering::Relaxed);
                 self.stats

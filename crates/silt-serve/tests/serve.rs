@@ -836,6 +836,22 @@ async fn a_query_after_wait_visible_or_after_seq_sees_the_events() {
         let (s, v) = post(addr, "/v1/query?fromat=csv", "application/sql", b"SELECT 1");
         assert_eq!(s, 400, "{v}");
         assert!(v["error"].as_str().unwrap().contains("fromat"), "{v}");
+        // Unknown endpoints and methods answer JSON too.
+        let (s, v) = post(addr, "/v1/nope", "application/sql", b"SELECT 1");
+        assert_eq!(s, 404, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("/v1/query"), "{v}");
+        let (s, v) = post(addr, "/health", "application/json", b"{}");
+        assert_eq!(s, 405, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("method"), "{v}");
+        // An empty ?q= is no SQL, so the body is the SQL.
+        let (s, v) = post(
+            addr,
+            "/v1/query?q=&format=json",
+            "application/sql",
+            b"SELECT 7 AS n",
+        );
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v[0]["n"], 7, "{v}");
         // The SQL given twice is refused rather than one of them run.
         let (s, v) = post(
             addr,

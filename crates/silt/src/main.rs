@@ -48,6 +48,10 @@ fn main() {
         if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
             std::process::exit(0);
         }
+        // A panic caught and reported as an error (a reader's on a damaged file).
+        if silt_core::panics::quiet() {
+            return;
+        }
         default_hook(info);
     }));
     let code = match cmd::run(args) {

@@ -646,3 +646,64 @@ fn walk(d: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Whether parquet-rs's reader panics on the file `bytes` (rather than returning an error);
+/// `scratch` is where they are written to be read.
+fn reader_panics(bytes: &[u8], scratch: &Path) -> bool {
+    std::fs::write(scratch, bytes).unwrap();
+    let file = std::fs::File::open(scratch).unwrap();
+    std::panic::catch_unwind(move || {
+        if let Ok(b) = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        {
+            if let Ok(r) = b.build() {
+                for batch in r {
+                    if batch.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .is_err()
+}
+
+/// A damaged page on which parquet-rs's reader panics (instead of returning an error) is a
+/// damaged file like any other: the query names it and exits 1, compaction leaves it in place,
+/// names it and exits 3; neither crashes.
+#[test]
+fn a_file_the_parquet_reader_panics_on_is_named_not_a_crash() {
+    let t = tempfile::tempdir().unwrap();
+    let lake = small_files_lake(t.path(), "hive");
+    let mut files: Vec<PathBuf> = walk(&lake.join("zeek.conn"));
+    files.retain(|f| f.extension().is_some_and(|e| e == "parquet"));
+    files.sort();
+    let victim = &files[0];
+    let good = std::fs::read(victim).unwrap();
+    // One flipped byte in the first column chunk that makes the reader panic.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let bad = (4..4096.min(good.len() / 2)).find_map(|i| {
+        let mut b = good.clone();
+        b[i] ^= 0xff;
+        reader_panics(&b, &t.path().join("scratch.parquet")).then_some(b)
+    });
+    std::panic::set_hook(hook);
+    let bad = bad.expect("no flipped byte made the reader panic: find another damage");
+    std::fs::write(victim, &bad).unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().to_string();
+
+    let out = silt(&["query", "--lake", p(&lake), "SELECT * FROM zeek.conn"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{name} is damaged")), "{stderr}");
+
+    let out = silt(&["compact", "--lake", p(&lake), "--older-than", "0s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{name} left in place")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("panicked"), "{stderr}");
+    assert!(victim.exists());
+}

@@ -222,3 +222,27 @@ fn padded_text_logs_import_like_unpadded_ones() {
         assert_eq!(code, 2, "{format}: {said}");
     }
 }
+
+/// Padding after a blank first line (or after a line end at the start) is padding too, not
+/// binary data; a binary file is still refused.
+#[test]
+fn padding_after_a_blank_first_line_is_no_binary_input() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("app.json");
+    let mut data = b"\n".to_vec();
+    data.extend(std::iter::repeat_n(0u8, 5));
+    data.extend_from_slice(b"{\"a\":1}\n{\"a\":2}\n");
+    std::fs::write(&file, &data).unwrap();
+    for given in ["json", "auto"] {
+        let lake = t.path().join(format!("lake-{given}"));
+        let (code, said) = import(given, &file, &lake, &[]);
+        assert_eq!(code, 0, "{given}: {said}");
+        assert_eq!(contents(&lake)[0].1.len(), 3, "{given}: header and 2 rows");
+        let got = rejects(&lake);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 2, "{got:?}");
+    }
+    let (code, said) = import("json", Path::new("/bin/ls"), &t.path().join("ls"), &[]);
+    assert_eq!(code, 4, "{said}");
+    assert!(said.contains("NUL byte"), "{said}");
+}

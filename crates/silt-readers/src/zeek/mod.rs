@@ -113,7 +113,8 @@ pub fn is_json_head(head: &[u8], at_end: bool) -> Option<bool> {
         return None; // maybe the start of a byte-order mark
     }
     let h = strip_bom(head);
-    let Some(start) = h.iter().position(|c| !c.is_ascii_whitespace()) else {
+    // Zero padding (a tailed log restarted after copytruncate) is skipped as the framer skips it.
+    let Some(start) = h.iter().position(|&c| !c.is_ascii_whitespace() && c != 0) else {
         return if full { Some(false) } else { None };
     };
     let h = &h[start..];
@@ -349,6 +350,9 @@ mod tests {
             (b"ts\tuid\n", false),
             (b"hello\n", false),
             (b"", false),
+            // Zero padding before the first line counts as nothing.
+            (b"\0\0\0{\"_path\":\"conn\"}\n", true),
+            (b"\0\0#separator \\x09\n", false),
         ];
         for (head, json) in cases {
             assert_eq!(is_json_head(head, true), Some(*json), "{head:?}");

@@ -36,7 +36,9 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     // process's compaction runs again on a fresh listing.
     let mut retry = silt_query::LostFileRetry::default();
     let r = loop {
-        match rt.block_on(session.query(&a.sql)) {
+        let res = silt_core::panics::catch(|| rt.block_on(session.query(&a.sql)))
+            .unwrap_or_else(|p| Err(anyhow::anyhow!("the query panicked: {p}")));
+        match res {
             Ok(r) => break r,
             Err(e) if silt_query::damage::decode_failure(&e) => {
                 return Err(silt_query::damage::explain_damage(

@@ -71,15 +71,20 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         let mut retry = silt_query::LostFileRetry::default();
         loop {
             let mut counted = Counted { out, bytes: 0 };
-            let res = rt.block_on(async {
-                if streaming {
-                    session.query_to_writer(&a.sql, format, &mut counted).await
-                } else {
-                    let r = session.query(&a.sql).await?;
-                    r.write(format, &mut counted)?;
-                    Ok((r.num_rows() as u64, r.stats))
-                }
-            });
+            // A reader's panic on a damaged page comes back here through DataFusion's task
+            // (which resumes it): an error like the others, so the damaged file is named.
+            let res = silt_core::panics::catch(|| {
+                rt.block_on(async {
+                    if streaming {
+                        session.query_to_writer(&a.sql, format, &mut counted).await
+                    } else {
+                        let r = session.query(&a.sql).await?;
+                        r.write(format, &mut counted)?;
+                        Ok((r.num_rows() as u64, r.stats))
+                    }
+                })
+            })
+            .unwrap_or_else(|p| Err(anyhow::anyhow!("the query panicked: {p}")));
             match res {
                 Err(e) if silt_query::lost_a_file(&e) => {
                     retry.after(e, counted.bytes > 0)?;
