@@ -777,11 +777,15 @@ mod tests {
         assert_eq!(&b.unwrap()[..], b"abc");
     }
 
-    /// A connection whose headers never end is closed after the header timeout; complete
-    /// requests are answered, and the stop ends with an idle keep-alive connection open.
-    #[tokio::test]
-    async fn half_sent_headers_are_cut_off_and_the_stop_does_not_wait_for_idle_connections() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// [`serve`] of a `GET /` answering `hi` on a local port, with `limits`: its address, the
+    /// sender that stops it, and its task.
+    async fn hi_server(
+        limits: Limits,
+    ) -> (
+        std::net::SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = Router::new().route("/", get(|| async { "hi" }));
@@ -792,12 +796,22 @@ mod tests {
             async move {
                 let _ = stopped.await;
             },
-            Limits {
-                header_timeout: Duration::from_millis(300),
-                per_client: 0,
-                refused: Default::default(),
-            },
+            limits,
         ));
+        (addr, stop, server)
+    }
+
+    /// A connection whose headers never end is closed after the header timeout; complete
+    /// requests are answered, and the stop ends with an idle keep-alive connection open.
+    #[tokio::test]
+    async fn half_sent_headers_are_cut_off_and_the_stop_does_not_wait_for_idle_connections() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (addr, stop, server) = hi_server(Limits {
+            header_timeout: Duration::from_millis(300),
+            per_client: 0,
+            refused: Default::default(),
+        })
+        .await;
         let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
         slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
             .await
@@ -833,23 +847,13 @@ mod tests {
     #[tokio::test]
     async fn a_client_over_its_connection_limit_is_answered_503() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let app = Router::new().route("/", get(|| async { "hi" }));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let refused = Arc::new(AtomicU64::new(0));
-        let server = tokio::spawn(serve(
-            listener,
-            app,
-            async move {
-                let _ = stopped.await;
-            },
-            Limits {
-                header_timeout: Duration::from_secs(30),
-                per_client: 3,
-                refused: refused.clone(),
-            },
-        ));
+        let (addr, stop, server) = hi_server(Limits {
+            header_timeout: Duration::from_secs(30),
+            per_client: 3,
+            refused: refused.clone(),
+        })
+        .await;
         async fn get_hi(c: &mut tokio::net::TcpStream) -> String {
             c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
                 .await
