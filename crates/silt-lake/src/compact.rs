@@ -609,8 +609,18 @@ fn read_file(
         rows += b.num_rows() as u64;
         f(b)
     };
-    // A reader's panic on a damaged page is an error of this file (`silt_core::panics`).
+    // A reader's panic on a damaged page is an error of this file (`silt_core::panics`), and
+    // a damaged page can decode into arrays whose buffers disagree with their lengths (Arrow
+    // checks them only when asked): the writer would panic on them, or write them.
     let caught = |p: String| anyhow::anyhow!("the reader panicked on it: {p}");
+    let checked =
+        |b: Result<RecordBatch, arrow::error::ArrowError>| -> anyhow::Result<RecordBatch> {
+            let b = b?;
+            for c in b.columns() {
+                c.to_data().validate_full()?;
+            }
+            Ok(b)
+        };
     match store {
         StoreKind::Parquet => {
             let builder = ParquetRecordBatchReaderBuilder::try_new(src)?;
@@ -619,29 +629,23 @@ fn read_file(
             let schema = builder.schema().clone();
             let mut reader = builder.with_batch_size(READ_ROWS).build()?;
             while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
-                let b = b?;
-                // A damaged page can decode into arrays whose buffers disagree with their
-                // lengths: the writer would panic on them, or write them.
-                for c in b.columns() {
-                    c.to_data().validate_full()?;
-                }
-                each(b.with_schema(schema.clone())?)?;
+                each(checked(b)?.with_schema(schema.clone())?)?;
             }
         }
         StoreKind::Feather => {
             let mut reader = FileReader::try_new(src.into_reader(), None)?;
             while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
-                let b = b?;
-                // Arrow IPC checks offsets and lengths only when asked; a damaged file's
-                // batch would otherwise go into the output (or panic later, in the writer).
-                for c in b.columns() {
-                    c.to_data().validate_full()?;
-                }
-                each(b)?;
+                each(checked(b)?)?;
             }
         }
     }
     Ok(rows)
+}
+
+/// Reads every row of the local data file `path` as compaction does (a reader's panic caught,
+/// every batch validated); `Err` when the file or its data does not read.
+pub fn read_whole(path: &Path, store: StoreKind) -> anyhow::Result<u64> {
+    read_file(Source::File(File::open(path)?), store, &mut |_| Ok(()))
 }
 
 /// Why a group was not merged.
