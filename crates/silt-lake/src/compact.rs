@@ -124,8 +124,9 @@ pub struct GroupResult {
     pub output: Option<PathBuf>,
     /// Why the group was not compacted (the inputs are untouched).
     pub error: Option<String>,
-    /// Inputs left in place because their data does not decode (a damaged file: its footer
-    /// reads, its pages do not), with why; the group's other inputs were merged without them.
+    /// Inputs left in place because they are damaged (their footer reads, but their pages do
+    /// not sum to what the footer says, [`crate::checksum`], or do not decode), with why; the
+    /// group's other inputs were merged without them.
     pub damaged: Vec<(PathBuf, String)>,
 }
 
@@ -374,8 +375,9 @@ pub(crate) fn run(
         if !opts.dry_run {
             check()?;
             let t = Instant::now();
-            // An input whose data does not decode is left in place and the rest merged
-            // without it (a dry run reads no data, so it cannot tell such a file).
+            // A damaged input (its sum does not match, or its data does not decode) is left
+            // in place and the rest merged without it (a dry run reads no data, so it cannot
+            // tell such a file).
             let mut g = g;
             loop {
                 match compact_group(files, &g, &opts.writer, obs) {
@@ -598,8 +600,23 @@ fn sort_keys_of(md: &ParquetMetaData) -> Option<Vec<String>> {
     (!keys.is_empty() && keys.len() == cols.len()).then_some(keys)
 }
 
-/// Reads every batch of a data file into `f`; returns the rows read.
+/// Reads every batch of a data file into `f`, after checking its sum ([`crate::checksum`]);
+/// returns the rows read.
 fn read_file(
+    src: Source,
+    store: StoreKind,
+    f: &mut dyn FnMut(RecordBatch) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    // Damage that still decodes is found by the sum silt keeps in the file, before any row
+    // is read (a file without one is only decoded).
+    if let crate::checksum::Check::Damaged(why) = crate::checksum::check(&src, store)? {
+        anyhow::bail!("{why}");
+    }
+    decode_file(src, store, f)
+}
+
+/// Reads every batch of a data file into `f` (its sum not checked); returns the rows read.
+pub(crate) fn decode_file(
     src: Source,
     store: StoreKind,
     f: &mut dyn FnMut(RecordBatch) -> anyhow::Result<()>,
@@ -642,8 +659,8 @@ fn read_file(
     Ok(rows)
 }
 
-/// Reads every row of the local data file `path` as compaction does (a reader's panic caught,
-/// every batch validated); `Err` when the file or its data does not read.
+/// Reads every row of the local data file `path` as compaction does (its sum checked, a reader's
+/// panic caught, every batch validated); `Err` when the file or its data does not read.
 pub fn read_whole(path: &Path, store: StoreKind) -> anyhow::Result<u64> {
     read_file(Source::File(File::open(path)?), store, &mut |_| Ok(()))
 }

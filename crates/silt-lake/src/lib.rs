@@ -32,6 +32,8 @@
 //! - [`retain`]: whole partitions older than a retention window dropped;
 //! - [`emptied`]: the schema of a table retention left without files, kept so it stays queryable;
 //! - [`scratch`]: scratch directories in `$TMPDIR`, removed by a later run when their run was killed;
+//! - [`checksum`]: the sum of its pages each data file carries in its footer;
+//! - [`verify`]: every data file of a lake checked against its sum (or decoded);
 //! - [`vacuum`]: crash leftovers (temporary files, dead imports, finished records) removed;
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.
 //!
@@ -41,6 +43,7 @@
 mod background;
 mod bloom;
 pub mod catalog;
+pub mod checksum;
 pub mod claims;
 pub mod compact;
 pub mod config;
@@ -64,6 +67,7 @@ pub mod single;
 pub mod store;
 pub mod summary;
 pub mod vacuum;
+pub mod verify;
 pub mod writer;
 
 pub use config::{

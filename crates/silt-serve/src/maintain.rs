@@ -228,8 +228,8 @@ impl CompactObserver for Swap<'_> {
             // Told on every round it is still there: the lake needs a hand.
             self.stats.failures.fetch_add(1, Ordering::Relaxed);
             let msg = format!(
-                "compaction of {}/{}: {} left in place: its data does not decode ({e}); move it \
-                 out of the lake (or restore it from a copy)",
+                "compaction of {}/{}: {} left in place, damaged ({e}); move it out of the lake \
+                 (or restore it from a copy)",
                 r.table,
                 r.partition,
                 path.display()

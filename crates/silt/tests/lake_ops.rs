@@ -618,7 +618,7 @@ fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     for n in [&name, &zname] {
         assert!(
-            stderr.contains(&format!("{n} left in place: its data does not decode")),
+            stderr.contains(&format!("{n} left in place, damaged")),
             "{n}: {stderr}"
         );
     }
@@ -631,6 +631,25 @@ fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
         after.len() < before && after.len() >= 2,
         "{before} -> {after:?}"
     );
+}
+
+/// Makes the checksum in the footer of the silt-written Parquet file `bytes` match its (damaged)
+/// pages again, in place (the value keeps its length, so the footer stays valid).
+fn reseal(bytes: &mut [u8]) {
+    let key = silt_lake::checksum::KEY.as_bytes();
+    let at = bytes
+        .windows(key.len())
+        .rposition(|w| w == key)
+        .expect("a footer checksum");
+    // The value follows as a Thrift binary: its length (a varint), `<len>:<8 hex digits>`.
+    let start = at + key.len() + 2;
+    let colon = start + bytes[start..].iter().position(|&b| b == b':').unwrap();
+    let len: usize = std::str::from_utf8(&bytes[start..colon])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let crc = format!("{:08x}", crc32fast::hash(&bytes[..len]));
+    bytes[colon + 1..colon + 9].copy_from_slice(crc.as_bytes());
 }
 
 /// Every file under `d`.
@@ -688,7 +707,10 @@ fn a_file_the_parquet_reader_panics_on_is_named_not_a_crash() {
         reader_panics(&b, &t.path().join("scratch.parquet")).then_some(b)
     });
     std::panic::set_hook(hook);
-    let bad = bad.expect("no flipped byte made the reader panic: find another damage");
+    let mut bad = bad.expect("no flipped byte made the reader panic: find another damage");
+    // Its footer's checksum would name it before any page is decoded; made to match, the
+    // damage reaches the decoder, as in a file written without one.
+    reseal(&mut bad);
     std::fs::write(victim, &bad).unwrap();
     let name = victim.file_name().unwrap().to_string_lossy().to_string();
 
@@ -706,4 +728,185 @@ fn a_file_the_parquet_reader_panics_on_is_named_not_a_crash() {
     );
     assert!(stderr.contains("panicked"), "{stderr}");
     assert!(victim.exists());
+}
+
+/// Whether parquet-rs reads every row of the Parquet file `bytes` without an error; its rows
+/// pretty-printed when it does.
+fn decodes(bytes: &[u8]) -> Option<String> {
+    let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::copy_from_slice(bytes),
+    )
+    .ok()?
+    .build()
+    .ok()?;
+    let batches = r.collect::<Result<Vec<_>, _>>().ok()?;
+    for b in &batches {
+        for c in b.columns() {
+            c.to_data().validate_full().ok()?;
+        }
+    }
+    Some(
+        arrow::util::pretty::pretty_format_batches(&batches)
+            .ok()?
+            .to_string(),
+    )
+}
+
+/// Damage that still decodes (a flipped byte in an uncompressed page reads as another value,
+/// with no error) is found by the checksum silt keeps in each file's footer: `silt verify` names
+/// the file and exits 3, compaction leaves it in place; a file without a checksum (another tool's)
+/// is decoded instead, and once the damaged file is moved out the lake verifies clean.
+#[test]
+fn damage_that_still_decodes_is_found_by_the_files_checksum() {
+    let t = tempfile::tempdir().unwrap();
+    let lake = t.path().join("lake");
+    for i in 0..3 {
+        let logs = t.path().join(format!("logs{i}"));
+        ok(&[
+            "generate",
+            "zeek",
+            "--events",
+            "800",
+            "--seed",
+            &i.to_string(),
+            "-o",
+            p(&logs),
+        ]);
+        ok(&[
+            "import",
+            "zeek",
+            p(&logs),
+            "--lake",
+            p(&lake),
+            "--partition",
+            "none",
+            "--codec",
+            "none",
+            "-q",
+        ]);
+    }
+    let mut files: Vec<PathBuf> = walk(&lake.join("zeek.conn"));
+    files.retain(|f| f.extension().is_some_and(|e| e == "parquet"));
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let out = silt(&["verify", "--lake", p(&lake)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("zeek.conn: 3 files") && stdout.contains("3 checksum ok, 0 decoded"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("all intact"), "{stdout}");
+
+    // A flipped byte, from the middle on, after which every row still reads but not as written.
+    let victim = &files[0];
+    let good = std::fs::read(victim).unwrap();
+    let rows = decodes(&good).expect("the file as written reads");
+    let bad = (good.len() / 2..good.len() - 8)
+        .find_map(|i| {
+            let mut b = good.clone();
+            b[i] ^= 0x01;
+            decodes(&b).is_some_and(|r| r != rows).then_some(b)
+        })
+        .expect("no flipped byte decoded into other values");
+    std::fs::write(victim, &bad).unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().to_string();
+
+    let out = silt(&["verify", "--lake", p(&lake)]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("{name} is damaged: checksum mismatch"))
+            && stderr.contains("move it out of the lake"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("2 checksum ok, 0 decoded (no checksum), 1 damaged"),
+        "{stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&ok_status(&["verify", "--lake", p(&lake), "--json"], 3)).unwrap();
+    assert_eq!(v["failed"], 1, "{v}");
+    let failed = v["failed_files"][0]["path"].as_str().unwrap();
+    assert!(failed.ends_with(&name), "{v}");
+
+    // Compaction leaves it in place, says why, and merges the two others.
+    let out = silt(&["compact", "--lake", p(&lake)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{name} left in place, damaged (checksum mismatch")),
+        "{stderr}"
+    );
+    assert!(victim.exists());
+
+    // Moved out, the lake verifies clean; a file without a checksum (written here by parquet-rs
+    // alone, as another tool would) is decoded instead, and damage in it is found that way.
+    let moved = t.path().join(&name);
+    std::fs::rename(victim, &moved).unwrap();
+    let plain = victim.with_file_name("other-tool.parquet");
+    let batches: Vec<_> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::from(good),
+    )
+    .unwrap()
+    .build()
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&plain).unwrap(),
+        batches[0].schema(),
+        None,
+    )
+    .unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+    let out = silt(&["verify", "--lake", p(&lake)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("1 checksum ok, 1 decoded (no checksum), 0 damaged"),
+        "{stdout}"
+    );
+    let out = silt(&[
+        "verify",
+        "--lake",
+        p(&lake),
+        "--decode",
+        "--table",
+        "zeek.conn",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut bytes = std::fs::read(&plain).unwrap();
+    let half = bytes.len() / 2;
+    bytes[4..half].fill(0);
+    std::fs::write(&plain, &bytes).unwrap();
+    let out = silt(&["verify", "--lake", p(&lake), "--table", "zeek.conn"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("other-tool.parquet is damaged: its data does not decode"),
+        "{stderr}"
+    );
+    let out = silt(&["verify", "--lake", p(&lake), "--table", "zeek.nope"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no table zeek.nope"), "{stderr}");
+}
+
+/// `silt ARGS`' standard output; panics unless it exits with `code`.
+fn ok_status(args: &[&str], code: i32) -> String {
+    let out = silt(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

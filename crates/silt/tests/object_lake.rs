@@ -352,6 +352,18 @@ fn a_first_query_reads_only_the_footers_it_needs() {
             .unwrap()
     };
     assert_eq!(n(&s3), 2 * n(p(&local)));
+
+    // Every object, the compaction's outputs included, checks out against its footer's sum.
+    let verified = run(&env, &["verify", "--lake", &s3, "--table", "zeek.conn"]);
+    let o = ok(&verified);
+    let out = stdout(o);
+    let want = format!("zeek.conn: {} files", compacted.len());
+    assert!(
+        out.contains(&want)
+            && out.contains(&format!("{} checksum ok, 0 decoded", compacted.len()))
+            && out.contains("all intact"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -78,25 +78,8 @@ impl Files for RemoteFiles<'_> {
     }
 
     fn open(&self, f: &DataFile) -> anyhow::Result<Source> {
-        let lake = self.lake();
-        let rel = lake.rel_of(&f.path)?;
-        if f.bytes <= self.whole {
-            let bytes = lake
-                .get(&rel)?
-                .ok_or_else(|| anyhow::anyhow!("{} is gone", f.path.display()))?;
-            return Ok(Source::Bytes(bytes));
-        }
-        // A large input is copied to the staging directory in one streamed request (a range
-        // request per column chunk is several times slower), opened, and unlinked at once: the
-        // open file lives until the merge has read it.
-        let local = self
-            .staging
-            .join(format!(".input-{}", uuid::Uuid::new_v4().simple()));
-        let copied = lake.download(&rel, &local).and_then(|_| {
-            std::fs::File::open(&local).with_context(|| format!("cannot open {}", local.display()))
-        });
-        let _ = std::fs::remove_file(&local);
-        Ok(Source::File(copied?))
+        open_object(self.lake(), &self.staging, self.whole, f)?
+            .ok_or_else(|| anyhow::anyhow!("{} is gone", f.path.display()))
     }
 
     fn footer(&self, f: &DataFile) -> anyhow::Result<Arc<ParquetMetaData>> {
@@ -188,6 +171,31 @@ fn compact_with(
     report.seconds = started.elapsed().as_secs_f64();
     drop(lock);
     Ok(report)
+}
+
+/// The data file `f` of `lake` for reading whole; `None` when it is gone. An object up to
+/// `whole` bytes is read into memory; a larger one is copied to `staging` in one streamed request
+/// (a range request per column chunk is several times slower), opened, and unlinked at once: the
+/// open file lives until its reader is done.
+pub(crate) fn open_object(
+    lake: &Arc<RemoteLake>,
+    staging: &std::path::Path,
+    whole: u64,
+    f: &DataFile,
+) -> anyhow::Result<Option<Source>> {
+    let rel = lake.rel_of(&f.path)?;
+    if f.bytes <= whole {
+        return Ok(lake.get(&rel)?.map(Source::Bytes));
+    }
+    if !lake.exists(&rel)? {
+        return Ok(None);
+    }
+    let local = staging.join(format!(".input-{}", uuid::Uuid::new_v4().simple()));
+    let copied = lake.download(&rel, &local).and_then(|_| {
+        std::fs::File::open(&local).with_context(|| format!("cannot open {}", local.display()))
+    });
+    let _ = std::fs::remove_file(&local);
+    Ok(Some(Source::File(copied?)))
 }
 
 #[cfg(test)]

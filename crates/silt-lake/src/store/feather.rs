@@ -11,10 +11,12 @@ use arrow::ipc::writer::{FileWriter as IpcFileWriter, IpcWriteOptions};
 use arrow::record_batch::RecordBatch;
 
 use super::FileSink;
+use crate::checksum::{self, Summing};
 use crate::config::{Codec, WriterConfig};
 
 pub(super) struct FeatherSink {
-    w: IpcFileWriter<BufWriter<File>>,
+    /// Summed as it is written ([`crate::checksum`]).
+    w: IpcFileWriter<Summing<BufWriter<File>>>,
 }
 
 impl FeatherSink {
@@ -36,7 +38,7 @@ impl FeatherSink {
         if level.is_some() {
             opts = opts.try_with_compression_level(level)?;
         }
-        let w = IpcFileWriter::try_new_with_options(out, schema, opts)?;
+        let w = IpcFileWriter::try_new_with_options(Summing::new(out), schema, opts)?;
         Ok(Self { w })
     }
 }
@@ -51,7 +53,11 @@ impl FileSink for FeatherSink {
     }
 
     fn finish(mut self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
+        // Everything before the end-of-stream marker and the footer is summed.
+        self.w.flush()?;
+        let sum = self.w.get_ref().value();
+        self.w.write_metadata(checksum::KEY, sum);
         self.w.finish()?;
-        Ok(self.w.into_inner()?)
+        Ok(self.w.into_inner()?.into_inner())
     }
 }

@@ -172,7 +172,9 @@ pub(super) fn parquet_properties(
     let mut kv: Vec<KeyValue> = schema
         .metadata()
         .iter()
-        .filter(|(k, _)| k.starts_with("silt."))
+        // A file's checksum is its own: the one a file read back carries in its schema's
+        // metadata (compaction's inputs) must not be copied into the file it is written to.
+        .filter(|(k, _)| k.starts_with("silt.") && k.as_str() != crate::checksum::KEY)
         .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
         .collect();
     let mut types = serde_json::Map::new();

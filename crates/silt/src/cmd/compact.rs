@@ -46,8 +46,8 @@ pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
         };
         for (path, e) in &g.damaged {
             eprintln!(
-                "{}{part}: {} left in place: its data does not decode ({e}); move it out of the \
-                 lake (or restore it from a copy)",
+                "{}{part}: {} left in place, damaged ({e}); move it out of the lake (or restore \
+                 it from a copy)",
                 g.table,
                 path.display()
             );

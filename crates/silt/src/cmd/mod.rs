@@ -16,6 +16,7 @@ pub mod retain;
 pub mod serve;
 pub mod tables;
 pub mod vacuum;
+pub mod verify;
 
 use crate::cli::{Cli, Command};
 
@@ -37,5 +38,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Compact(a) => compact::run(a),
         Command::Retain(a) => retain::run(a),
         Command::Vacuum(a) => vacuum::run(a),
+        Command::Verify(a) => verify::run(a),
     }
 }
