@@ -640,7 +640,10 @@ pub(crate) fn decode_file(
         };
     match store {
         StoreKind::Parquet => {
-            let builder = ParquetRecordBatchReaderBuilder::try_new(src)?;
+            // Opening reads the footer, which the readers panic on too (a damaged schema).
+            let builder =
+                silt_core::panics::catch(|| ParquetRecordBatchReaderBuilder::try_new(src))
+                    .map_err(caught)??;
             // The reader's batches lack the schema's metadata (time column, lookup columns),
             // which the output must keep.
             let schema = builder.schema().clone();
@@ -650,7 +653,9 @@ pub(crate) fn decode_file(
             }
         }
         StoreKind::Feather => {
-            let mut reader = FileReader::try_new(src.into_reader(), None)?;
+            let mut reader =
+                silt_core::panics::catch(|| FileReader::try_new(src.into_reader(), None))
+                    .map_err(caught)??;
             while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
                 each(checked(b)?)?;
             }

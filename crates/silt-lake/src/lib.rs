@@ -32,7 +32,7 @@
 //! - [`retain`]: whole partitions older than a retention window dropped;
 //! - [`emptied`]: the schema of a table retention left without files, kept so it stays queryable;
 //! - [`scratch`]: scratch directories in `$TMPDIR`, removed by a later run when their run was killed;
-//! - [`checksum`]: the sum of its pages each data file carries in its footer;
+//! - [`checksum`]: the CRC-32 of the whole file each data file carries in its footer;
 //! - [`verify`]: every data file of a lake checked against its sum (or decoded);
 //! - [`vacuum`]: crash leftovers (temporary files, dead imports, finished records) removed;
 //! - [`ddl`]: CREATE statements for Athena, Trino, Spark and DuckDB over a table of the lake.

@@ -111,6 +111,17 @@ impl Lake for Local<'_> {
     }
 
     fn open(&self, f: &DataFile) -> anyhow::Result<Option<Source>> {
+        // Not opened unless it is a regular file: opening a FIFO would wait for a writer.
+        match std::fs::metadata(&f.path) {
+            Ok(m) if !m.is_file() => anyhow::bail!("it is not a regular file"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return match std::fs::symlink_metadata(&f.path) {
+                    Ok(_) => Err(anyhow::anyhow!("it is a symbolic link to nothing")),
+                    Err(_) => Ok(None),
+                };
+            }
+            _ => {}
+        }
         match std::fs::File::open(&f.path) {
             Ok(file) => Ok(Some(Source::File(file))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -225,8 +236,8 @@ fn run(
 /// Checks one opened file: its sum, and decodes it when it has none or `decode`.
 fn check_file(src: Source, f: &DataFile, decode: bool) -> Outcome {
     let summed = match checksum::check(&src, f.store) {
-        Ok(Check::Match { .. }) => true,
-        Ok(Check::Absent) => false,
+        Ok(Check::Match) => true,
+        Ok(Check::Absent | Check::Foreign(_)) => false,
         Ok(Check::Damaged(why)) => return Outcome::Failed(why),
         Err(e) => return Outcome::Failed(format!("its footer does not read: {e:#}")),
     };

@@ -174,7 +174,7 @@ Only what is older than --grace is removed (a live writer touches its temporary 
     #[command(after_help = "Examples:\n  silt verify --lake ./lake\n  \
 silt verify --lake ./lake --table zeek.conn --decode\n  \
 silt verify --lake s3://bucket/lake --json\n\n\
-Every Parquet or Feather file silt writes carries a CRC-32 of its pages in its footer (key \
+Every Parquet or Feather file silt writes carries a CRC-32 of the whole file in its footer (key \
 silt.crc32), because Parquet as parquet-rs writes it has no page checksums: a flipped or zeroed \
 byte inside a page can decode into other values with no error. Compaction checks the sum of each \
 file it merges and leaves a damaged one in place. Reads only; safe beside imports, serve and \

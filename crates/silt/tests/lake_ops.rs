@@ -634,22 +634,21 @@ fn a_damaged_file_is_named_and_skipped_by_tables_ddl_and_query() {
 }
 
 /// Makes the checksum in the footer of the silt-written Parquet file `bytes` match its (damaged)
-/// pages again, in place (the value keeps its length, so the footer stays valid).
+/// bytes again, in place (the value keeps its length, so the footer stays valid).
 fn reseal(bytes: &mut [u8]) {
-    let key = silt_lake::checksum::KEY.as_bytes();
+    use silt_lake::checksum::{KEY, PLACEHOLDER};
+    // The key and its value as Thrift writes them: a field header (binary, next field), the
+    // value's length, its bytes (`created_by` names the key too, without them).
+    let mut key = KEY.as_bytes().to_vec();
+    key.extend([0x18, PLACEHOLDER.len() as u8]);
     let at = bytes
         .windows(key.len())
         .rposition(|w| w == key)
         .expect("a footer checksum");
-    // The value follows as a Thrift binary: its length (a varint), `<len>:<8 hex digits>`.
-    let start = at + key.len() + 2;
-    let colon = start + bytes[start..].iter().position(|&b| b == b':').unwrap();
-    let len: usize = std::str::from_utf8(&bytes[start..colon])
-        .unwrap()
-        .parse()
-        .unwrap();
-    let crc = format!("{:08x}", crc32fast::hash(&bytes[..len]));
-    bytes[colon + 1..colon + 9].copy_from_slice(crc.as_bytes());
+    let value = at + key.len()..at + key.len() + PLACEHOLDER.len();
+    bytes[value.clone()].copy_from_slice(PLACEHOLDER.as_bytes());
+    let sum = format!("{:08x}:{:016x}", crc32fast::hash(bytes), bytes.len());
+    bytes[value].copy_from_slice(sum.as_bytes());
 }
 
 /// Every file under `d`.
@@ -848,6 +847,18 @@ fn damage_that_still_decodes_is_found_by_the_files_checksum() {
     let moved = t.path().join(&name);
     std::fs::rename(victim, &moved).unwrap();
     let plain = victim.with_file_name("other-tool.parquet");
+    let copied = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(good.clone()))
+        .unwrap()
+        .file_metadata()
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .find(|k| k.key == silt_lake::checksum::KEY)
+        .unwrap()
+        .value
+        .clone()
+        .unwrap();
     let batches: Vec<_> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
         bytes::Bytes::from(good),
     )
@@ -865,6 +876,12 @@ fn damage_that_still_decodes_is_found_by_the_files_checksum() {
     for b in &batches {
         w.write(b).unwrap();
     }
+    // As pyarrow does, the key-value metadata read from the silt file (its checksum included)
+    // is written into the new one: a sum that is not this file's.
+    w.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+        silt_lake::checksum::KEY.into(),
+        copied,
+    ));
     w.close().unwrap();
     let out = silt(&["verify", "--lake", p(&lake)]);
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -53,11 +53,11 @@ impl FileSink for FeatherSink {
     }
 
     fn finish(mut self: Box<Self>) -> anyhow::Result<BufWriter<File>> {
-        // Everything before the end-of-stream marker and the footer is summed.
-        self.w.flush()?;
-        let sum = self.w.get_ref().value();
-        self.w.write_metadata(checksum::KEY, sum);
+        // The whole file is summed: the footer holds a placeholder, overwritten with the sum
+        // once all is written.
+        self.w.write_metadata(checksum::KEY, checksum::PLACEHOLDER);
+        self.w.get_mut().watch();
         self.w.finish()?;
-        Ok(self.w.into_inner()?.into_inner())
+        Ok(self.w.into_inner()?.seal()?)
     }
 }

@@ -658,12 +658,15 @@ impl FileSink for ParquetSink {
         self.flush_row_group()?;
         // Stop the lane threads before the file is handed on.
         self.lanes.clear();
-        // Everything before the page index and the footer (pages and bloom filters) is summed.
+        // The whole file is summed: the footer holds a placeholder, found among the bytes after
+        // the pages (page index and footer) and overwritten with the sum once all is written.
+        self.file.append_key_value_metadata(KeyValue::new(
+            checksum::KEY.to_string(),
+            checksum::PLACEHOLDER.to_string(),
+        ));
         self.file.flush()?;
-        let sum = self.file.inner().value();
-        self.file
-            .append_key_value_metadata(KeyValue::new(checksum::KEY.to_string(), sum));
-        Ok(self.file.into_inner()?.into_inner())
+        self.file.inner_mut().watch();
+        Ok(self.file.into_inner()?.seal()?)
     }
 }
 

@@ -96,7 +96,11 @@ pub(super) fn parquet_properties(
         .set_data_page_row_count_limit(cfg.page_rows)
         .set_dictionary_page_size_limit(cfg.page_bytes)
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_created_by(format!("silt {}", env!("CARGO_PKG_VERSION")));
+        .set_created_by(format!(
+            "silt {} {}",
+            env!("CARGO_PKG_VERSION"),
+            crate::checksum::CREATED_BY_MARK
+        ));
 
     let leaves = leaf_paths(schema);
     // Time columns: sorted (or nearly) 64-bit integers; a dictionary only costs space there,
