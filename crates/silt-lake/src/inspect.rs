@@ -231,6 +231,10 @@ fn inspect_feather<R: std::io::Read + std::io::Seek>(
     let r = arrow::ipc::reader::FileReader::try_new(file, None)
         .with_context(|| format!("{}: cannot read the Arrow IPC footer", path.display()))?;
     let schema = r.schema();
+    // The schema's metadata and the footer's own (where silt keeps the file's checksum).
+    let mut metadata: std::collections::BTreeMap<String, String> =
+        schema.metadata().clone().into_iter().collect();
+    metadata.extend(r.custom_metadata().clone());
     let mut batches = Vec::new();
     let mut rows = 0usize;
     for (i, b) in r.enumerate() {
@@ -245,7 +249,7 @@ fn inspect_feather<R: std::io::Read + std::io::Seek>(
         "format": "feather",
         "bytes": size,
         "rows": rows,
-        "metadata": schema.metadata(),
+        "metadata": metadata,
         "columns": schema.fields().iter().map(|f| json!({"name": f.name(), "type": f.data_type().to_string()})).collect::<Vec<_>>(),
         "record_batches": batches,
     }))

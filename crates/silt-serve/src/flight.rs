@@ -66,7 +66,28 @@ impl silt_flight::QueryEngine for Engine {
         // --query-timeout, as over HTTP, the query stops (its stream is dropped) with an error.
         let stream = stream.map(move |b| {
             let _held = (&pin, &slot);
-            b.map_err(|e| format!("{e:#}"))
+            b
+        });
+        // A file whose footer reads but whose data does not is named, as over HTTP (reading
+        // the tables' files again blocks, for at most the budget).
+        let (root, sql) = (session.lake().root.clone(), sql.to_string());
+        let stream = stream.then(move |b| {
+            let (root, sql) = (root.clone(), sql.clone());
+            async move {
+                match b {
+                    Ok(b) => Ok(b),
+                    Err(e) if silt_query::damage::decode_failure(&e) => {
+                        let budget = std::time::Duration::from_secs(10);
+                        let e = tokio::task::spawn_blocking(move || {
+                            silt_query::damage::explain_damage(e, &root, &sql, budget)
+                        })
+                        .await
+                        .map_err(|j| format!("{j}"))?;
+                        Err(format!("{e:#}"))
+                    }
+                    Err(e) => Err(format!("{e:#}")),
+                }
+            }
         });
         Ok(
             futures::stream::unfold(Some(stream.boxed()), move |st| async move {

@@ -321,6 +321,17 @@ pub fn retention_windows(
     Ok(out)
 }
 
+/// The tables `--table` names (`compact`, `verify`).
+pub fn table_names(specs: &[String]) -> anyhow::Result<Vec<TableName>> {
+    specs
+        .iter()
+        .map(|t| {
+            TableName::parse(t)
+                .ok_or_else(|| anyhow::anyhow!("--table {t:?}: use module.type, e.g. zeek.conn"))
+        })
+        .collect()
+}
+
 /// The Kafka consumer settings of `--kafka` (`None` without it).
 pub fn kafka_spec(
     k: &crate::cli::KafkaArgs,

@@ -744,3 +744,90 @@ fn go_client_over_tls() {
         "{metrics}"
     );
 }
+
+/// A lake file whose footer reads but whose pages do not (zeroed) is named by both front ends,
+/// with what to do: HTTP answers 500, and the error a Flight SQL client (ADBC) gets says the
+/// same.
+#[test]
+fn a_damaged_file_is_named_over_http_and_flight_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    for seed in ["1", "2"] {
+        let logs = dir.path().join(format!("logs{seed}"));
+        let out = Command::new(SILT)
+            .args(["generate", "zeek", "--events", "1500", "--seed", seed, "-o"])
+            .arg(&logs)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let out = Command::new(SILT)
+            .args(["import", "zeek"])
+            .arg(&logs)
+            .arg("--lake")
+            .arg(&lake)
+            .args(["--partition", "none", "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(lake.join("zeek.conn"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let victim = &files[0];
+    let mut bytes = std::fs::read(victim).unwrap();
+    let half = bytes.len() / 2;
+    bytes[4..half].fill(0);
+    std::fs::write(victim, &bytes).unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().to_string();
+    let s = start(dir.path());
+    let sql = "SELECT count(DISTINCT uid), max(history) FROM zeek.conn";
+
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = agent
+        .post(&format!("{}/v1/query", s.http))
+        .send(sql)
+        .unwrap();
+    let body = resp.body_mut().read_to_string().unwrap();
+    assert_eq!(resp.status().as_u16(), 500, "{body}");
+    assert!(
+        body.contains(&format!("{name} is damaged")) && body.contains("move it out of the lake"),
+        "{body}"
+    );
+
+    if let Some(py) = silt_testkit::python_with("adbc_driver_flightsql.dbapi") {
+        let script = r#"
+import sys
+import adbc_driver_flightsql.dbapi as flight_sql
+conn = flight_sql.connect(sys.argv[1])
+cur = conn.cursor()
+try:
+    cur.execute(sys.argv[2])
+    print("ROWS", cur.fetchall())
+except Exception as e:
+    print("ERROR", e)
+"#;
+        let out = run(
+            Command::new(py).args(["-c", script, &format!("grpc://{}", s.flight), sql]),
+            "adbc-driver-flightsql client",
+        );
+        assert!(
+            out.starts_with("ERROR")
+                && out.contains(&format!("{name} is damaged"))
+                && out.contains("move it out of the lake"),
+            "{out}"
+        );
+    } else {
+        missing("python with adbc-driver-flightsql (scripts/pyenv.sh)");
+    }
+}

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use silt_core::TableName;
 use silt_lake::compact::{compact, CompactOptions, GroupResult};
 use silt_lake::summary::human_bytes;
 use silt_lake::WriterConfig;
@@ -11,14 +10,7 @@ use silt_lake::WriterConfig;
 use crate::cli::CompactArgs;
 
 pub fn run(a: CompactArgs) -> anyhow::Result<i32> {
-    let tables = a
-        .table
-        .iter()
-        .map(|t| {
-            TableName::parse(t)
-                .ok_or_else(|| anyhow::anyhow!("--table {t:?}: use module.type, e.g. zeek.conn"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let tables = crate::opts::table_names(&a.table)?;
     let writer = WriterConfig {
         codec: a.codec.parse().map_err(anyhow::Error::msg)?,
         level: a.level,

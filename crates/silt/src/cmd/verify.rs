@@ -2,21 +2,13 @@
 //! standard error as it is found, a per-table summary (or JSON) at the end.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use silt_core::TableName;
 use silt_lake::summary::human_bytes;
 use silt_lake::verify::{verify, verify_remote, FileResult, Outcome, VerifyOptions};
 
 use crate::cli::VerifyArgs;
 
 pub fn run(a: VerifyArgs) -> anyhow::Result<i32> {
-    let tables = a
-        .table
-        .iter()
-        .map(|t| {
-            TableName::parse(t)
-                .ok_or_else(|| anyhow::anyhow!("--table {t:?}: use module.type, e.g. zeek.conn"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let tables = crate::opts::table_names(&a.table)?;
     let opts = VerifyOptions {
         tables,
         decode: a.decode,
@@ -77,7 +69,9 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<i32> {
             .collect();
         let v = serde_json::json!({
             "tables": tables, "failed_files": failed, "files": total.files,
-            "bytes": total.bytes, "failed": total.failed, "seconds": rep.seconds,
+            "bytes": total.bytes, "checksum_ok": total.summed,
+            "decoded_without_checksum": total.decoded, "failed": total.failed,
+            "gone": total.gone, "seconds": rep.seconds,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(status);
