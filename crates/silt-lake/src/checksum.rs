@@ -184,7 +184,13 @@ pub fn check<R: ChunkReader>(src: &R, store: StoreKind) -> anyhow::Result<Check>
     let Some(value) = value else {
         // The key's bytes are there but its reader does not see them: the footer's structure
         // around them is damaged (a flip in the key's own name is what `created_by` tells).
-        if region.windows(KEY.len()).any(|w| w == KEY.as_bytes()) {
+        // In Parquet's footer the key is followed by its value's Thrift header (a binary
+        // field, of the placeholder's length), which `created_by`'s mark is not.
+        let mut written = KEY.as_bytes().to_vec();
+        if store == StoreKind::Parquet {
+            written.extend([0x18, PLACEHOLDER.len() as u8]);
+        }
+        if region.windows(written.len()).any(|w| w == written) {
             return Ok(Check::Damaged(format!(
                 "its footer holds a {KEY} key its reader does not see: the footer is damaged"
             )));
@@ -384,6 +390,16 @@ mod tests {
             w.into_inner().unwrap()
         };
         assert_eq!(check_of(&plain(None), StoreKind::Parquet), Check::Absent);
+        // The key's name among another tool's footer bytes (a column's statistics) is no key.
+        let named = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)])),
+            vec![Arc::new(StringArray::from(vec![KEY, KEY]))],
+        )
+        .unwrap();
+        let mut w = ArrowWriter::try_new(Vec::new(), named.schema(), None).unwrap();
+        w.write(&named).unwrap();
+        let data = w.into_inner().unwrap();
+        assert_eq!(check_of(&data, StoreKind::Parquet), Check::Absent);
         // Another file's value, copied by a tool that rewrote it.
         let Check::Foreign(why) = check_of(
             &plain(Some("0badcafe:0000000000001000")),
