@@ -53,14 +53,43 @@ pub const CREATED_BY_MARK: &str = "(silt.crc32)";
 /// value's.
 pub const PLACEHOLDER: &str = "00000000:0000000000000000";
 
-/// A writer that sums what passes through it (and, once [`Summing::watch`] is called, keeps
-/// what follows: the page index and footer, where the placeholder lands).
+/// A writer that sums what passes through it (and, once [`Summing::watch`] is called, looks for
+/// the [`PLACEHOLDER`] in what follows: the page index and footer).
 pub struct Summing<W> {
     inner: W,
     hasher: crc32fast::Hasher,
     len: u64,
-    /// Where watching started, and the bytes written since.
-    tail: Option<(u64, Vec<u8>)>,
+    /// Set by [`Summing::watch`].
+    watch: Option<Watch>,
+}
+
+/// Where the placeholder was last seen, and the last bytes written (one fewer than the
+/// placeholder has, for one that spans two writes): memory stays constant however large the
+/// page index is.
+#[derive(Default)]
+struct Watch {
+    found: Option<u64>,
+    carry: Vec<u8>,
+}
+
+impl Watch {
+    /// Looks at `data`, written at offset `at`.
+    fn see(&mut self, at: u64, data: &[u8]) {
+        let p = PLACEHOLDER.as_bytes();
+        let keep = p.len() - 1;
+        let mut edge = self.carry.clone();
+        edge.extend_from_slice(&data[..data.len().min(keep)]);
+        if let Some(i) = edge.windows(p.len()).rposition(|w| w == p) {
+            self.found = Some(at - self.carry.len() as u64 + i as u64);
+        }
+        // One wholly in `data` comes after any that starts before it.
+        if let Some(i) = data.windows(p.len()).rposition(|w| w == p) {
+            self.found = Some(at + i as u64);
+        }
+        self.carry.extend_from_slice(data);
+        let cut = self.carry.len().saturating_sub(keep);
+        self.carry.drain(..cut);
+    }
 }
 
 impl<W: Write> Summing<W> {
@@ -69,14 +98,14 @@ impl<W: Write> Summing<W> {
             inner,
             hasher: crc32fast::Hasher::new(),
             len: 0,
-            tail: None,
+            watch: None,
         }
     }
 
-    /// Keeps every byte written from now on (call it once the pages are out, before the footer
-    /// with the [`PLACEHOLDER`] is written).
+    /// Looks for the placeholder in every byte written from now on (call it once the pages are
+    /// out, before the footer with the [`PLACEHOLDER`] is written).
     pub fn watch(&mut self) {
-        self.tail = Some((self.len, Vec::new()));
+        self.watch = Some(Watch::default());
     }
 }
 
@@ -84,18 +113,14 @@ impl<W: Write + Seek> Summing<W> {
     /// The finished file: the value written over the placeholder (the last one written since
     /// [`Summing::watch`]), and the writer at the file's end.
     pub fn seal(mut self) -> io::Result<W> {
-        let Some((start, tail)) = self.tail.take() else {
-            return Err(io::Error::other(
-                "the checksum placeholder was not watched for",
-            ));
-        };
-        let at = tail
-            .windows(PLACEHOLDER.len())
-            .rposition(|w| w == PLACEHOLDER.as_bytes())
+        let at = self
+            .watch
+            .take()
+            .and_then(|w| w.found)
             .ok_or_else(|| io::Error::other("the checksum placeholder was not written"))?;
         let value = format_value(self.hasher.finalize(), self.len);
         self.inner.flush()?;
-        self.inner.seek(SeekFrom::Start(start + at as u64))?;
+        self.inner.seek(SeekFrom::Start(at))?;
         self.inner.write_all(value.as_bytes())?;
         self.inner.seek(SeekFrom::End(0))?;
         Ok(self.inner)
@@ -106,10 +131,10 @@ impl<W: Write> Write for Summing<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        if let Some((_, t)) = &mut self.tail {
-            t.extend_from_slice(&buf[..n]);
+        if let Some(w) = &mut self.watch {
+            w.see(self.len, &buf[..n]);
         }
+        self.len += n as u64;
         Ok(n)
     }
 
@@ -375,6 +400,26 @@ mod tests {
                     other => panic!("{store:?} byte {at}: {other:?}"),
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_placeholder_is_found_whatever_the_writes_it_spans() {
+        let p = PLACEHOLDER.as_bytes();
+        let mut stream = b"xx".to_vec();
+        stream.extend_from_slice(p);
+        stream.extend_from_slice(b"yyy");
+        stream.extend_from_slice(p);
+        stream.extend_from_slice(b"z");
+        let last = (stream.len() - 1 - p.len()) as u64;
+        for step in [1, 2, 7, 24, 25, 26, 100] {
+            let mut w = Watch::default();
+            let mut at = 0;
+            for chunk in stream.chunks(step) {
+                w.see(at, chunk);
+                at += chunk.len() as u64;
+            }
+            assert_eq!(w.found, Some(last), "writes of {step}");
         }
     }
 
