@@ -754,25 +754,20 @@ fn a_damaged_file_is_named_over_http_and_flight_sql() {
     let lake = dir.path().join("lake");
     for seed in ["1", "2"] {
         let logs = dir.path().join(format!("logs{seed}"));
-        let out = Command::new(SILT)
-            .args(["generate", "zeek", "--events", "1500", "--seed", seed, "-o"])
-            .arg(&logs)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let out = Command::new(SILT)
-            .args(["import", "zeek"])
-            .arg(&logs)
-            .arg("--lake")
-            .arg(&lake)
-            .args(["--partition", "none", "-q"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (logs, lake) = (common::p(&logs), common::p(&lake));
+        common::ok(&[
+            "generate", "zeek", "--events", "1500", "--seed", seed, "-o", logs,
+        ]);
+        common::ok(&[
+            "import",
+            "zeek",
+            logs,
+            "--lake",
+            lake,
+            "--partition",
+            "none",
+            "-q",
+        ]);
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(lake.join("zeek.conn"))
         .unwrap()
