@@ -15,31 +15,41 @@ use common::{delta_python, delta_scan_fingerprint, ok, p, silt};
 /// A lake of zeek tables with six small files per partition (six imports), of `--table-format
 /// format`.
 fn small_files_lake(dir: &Path, format: &str) -> PathBuf {
-    let lake = dir.join(format!("lake-{format}"));
-    for i in 0..6 {
+    generated_lake(
+        dir,
+        &format!("lake-{format}"),
+        6,
+        "1500",
+        &["--partition", "hour", "--table-format", format],
+    )
+}
+
+/// `dir/name`, a lake of `imports` imports of generated zeek logs (`events` each, seeds 0, 1, ...)
+/// with `import_args`.
+fn generated_lake(
+    dir: &Path,
+    name: &str,
+    imports: u32,
+    events: &str,
+    import_args: &[&str],
+) -> PathBuf {
+    let lake = dir.join(name);
+    for i in 0..imports {
         let logs = dir.join(format!("logs{i}"));
+        let seed = i.to_string();
         ok(&[
             "generate",
             "zeek",
             "--events",
-            "1500",
+            events,
             "--seed",
-            &i.to_string(),
+            &seed,
             "-o",
             p(&logs),
         ]);
-        ok(&[
-            "import",
-            "zeek",
-            p(&logs),
-            "--lake",
-            p(&lake),
-            "--partition",
-            "hour",
-            "--table-format",
-            format,
-            "-q",
-        ]);
+        let mut args = vec!["import", "zeek", p(&logs), "--lake", p(&lake), "-q"];
+        args.extend_from_slice(import_args);
+        ok(&args);
     }
     lake
 }
@@ -758,32 +768,13 @@ fn decodes(bytes: &[u8]) -> Option<String> {
 #[test]
 fn damage_that_still_decodes_is_found_by_the_files_checksum() {
     let t = tempfile::tempdir().unwrap();
-    let lake = t.path().join("lake");
-    for i in 0..3 {
-        let logs = t.path().join(format!("logs{i}"));
-        ok(&[
-            "generate",
-            "zeek",
-            "--events",
-            "800",
-            "--seed",
-            &i.to_string(),
-            "-o",
-            p(&logs),
-        ]);
-        ok(&[
-            "import",
-            "zeek",
-            p(&logs),
-            "--lake",
-            p(&lake),
-            "--partition",
-            "none",
-            "--codec",
-            "none",
-            "-q",
-        ]);
-    }
+    let lake = generated_lake(
+        t.path(),
+        "lake",
+        3,
+        "800",
+        &["--partition", "none", "--codec", "none"],
+    );
     let mut files: Vec<PathBuf> = walk(&lake.join("zeek.conn"));
     files.retain(|f| f.extension().is_some_and(|e| e == "parquet"));
     files.sort();
