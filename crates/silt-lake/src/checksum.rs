@@ -86,7 +86,8 @@ impl Watch {
         if let Some(i) = data.windows(p.len()).rposition(|w| w == p) {
             self.found = Some(at + i as u64);
         }
-        self.carry.extend_from_slice(data);
+        self.carry
+            .extend_from_slice(&data[data.len().saturating_sub(keep)..]);
         let cut = self.carry.len().saturating_sub(keep);
         self.carry.drain(..cut);
     }
