@@ -261,7 +261,7 @@ fn load_file(
             }
         }
         StoreKind::Feather => {
-            let r = arrow::ipc::reader::FileReader::try_new(file, None)?;
+            let r = silt_lake::ipc::open(file)?;
             for b in r {
                 c.batch(name, b?)?;
             }

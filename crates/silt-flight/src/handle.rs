@@ -87,8 +87,16 @@ pub fn decode(handle: &[u8]) -> Result<Statement, Status> {
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
             .ok_or_else(bad)?;
         let sql = rest.get(4..4 + len).ok_or_else(bad)?;
-        let mut reader = StreamReader::try_new(&rest[4 + len..], None).map_err(|_| bad())?;
-        let params = reader.next().ok_or_else(bad)?.map_err(|_| bad())?;
+        let values = &rest[4 + len..];
+        if !stream_fits(values) {
+            return Err(bad());
+        }
+        // arrow-ipc panics on some damaged schemas (an unknown type tag) instead of failing.
+        let params =
+            std::panic::catch_unwind(|| StreamReader::try_new(values, None).ok()?.next()?.ok())
+                .ok()
+                .flatten()
+                .ok_or_else(bad)?;
         return Ok(Statement {
             sql: utf8(sql)?,
             params: Some(params),
@@ -98,6 +106,49 @@ pub fn decode(handle: &[u8]) -> Result<Statement, Status> {
         "unknown statement handle: tickets and prepared statements come from this server's \
          GetFlightInfo and CreatePreparedStatement",
     ))
+}
+
+/// Whether every message of the Arrow IPC stream `b` lies within `b`, with the lengths its
+/// prefixes and headers give. A handle comes from the client, and arrow-ipc allocates a
+/// message's body at the length its header says before reading it: a forged or damaged handle
+/// saying 2^40 bytes would abort the server (an allocation failure is not a panic).
+fn stream_fits(mut b: &[u8]) -> bool {
+    let word = |b: &[u8]| {
+        b.get(..4)
+            .map(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
+    };
+    loop {
+        if b.is_empty() {
+            return true;
+        }
+        let Some(mut len) = word(b) else {
+            return false;
+        };
+        b = &b[4..];
+        // The continuation marker of the current format, then the length.
+        if len == -1 {
+            let Some(l) = word(b) else {
+                return false;
+            };
+            len = l;
+            b = &b[4..];
+        }
+        // End of stream.
+        if len == 0 {
+            return true;
+        }
+        let Some(meta) = usize::try_from(len).ok().and_then(|l| b.get(..l)) else {
+            return false;
+        };
+        let Ok(message) = arrow::ipc::root_as_message(meta) else {
+            return false;
+        };
+        b = &b[meta.len()..];
+        match usize::try_from(message.bodyLength()) {
+            Ok(body) if body <= b.len() => b = &b[body..],
+            _ => return false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +177,18 @@ mod tests {
                 tonic::Code::InvalidArgument,
                 "{cut}"
             );
+        }
+        // Every byte of the values changed: an error or the values, never a panic or an abort
+        // (a body length of terabytes in a message header).
+        let start = TAG_BOUND.len() + 4 + "SELECT ? -- silt2:".len();
+        for i in start..h.len() {
+            for x in [0x01u8, 0x80, 0xff, 0x4d] {
+                let mut bad = h.to_vec();
+                bad[i] ^= x;
+                if let Err(e) = decode(&bad) {
+                    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+                }
+            }
         }
         assert_eq!(
             decode(b"SELECT 1").unwrap_err().code(),

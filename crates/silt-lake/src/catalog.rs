@@ -124,7 +124,7 @@ fn parquet_file_facts<C: ChunkReader + 'static>(file: C, path: &Path) -> anyhow:
 }
 
 fn feather_file_facts<R: Read + Seek>(file: R, path: &Path) -> anyhow::Result<Facts> {
-    let r = arrow::ipc::reader::FileReader::try_new(file, None)
+    let r = crate::ipc::open(file)
         .with_context(|| format!("{} is not a readable Arrow IPC file", path.display()))?;
     let schema = r.schema();
     let tcol = silt_core::meta::time_column(&schema).map(str::to_string);

@@ -40,7 +40,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use arrow::datatypes::SchemaRef;
-use arrow::ipc::reader::FileReader;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
@@ -523,7 +522,7 @@ fn file_schema(files: &dyn Files, f: &DataFile) -> Option<SchemaRef> {
             )
         }
         StoreKind::Feather => Some(
-            FileReader::try_new(files.open(f).ok()?.into_reader(), None)
+            crate::ipc::open(files.open(f).ok()?.into_reader())
                 .ok()?
                 .schema(),
         ),
@@ -653,10 +652,8 @@ pub(crate) fn decode_file(
             }
         }
         StoreKind::Feather => {
-            let mut reader =
-                silt_core::panics::catch(|| FileReader::try_new(src.into_reader(), None))
-                    .map_err(caught)??;
-            while let Some(b) = silt_core::panics::catch(|| reader.next()).map_err(caught)? {
+            // Panics on damaged bytes come back as errors (`crate::ipc`).
+            for b in crate::ipc::open(src.into_reader())? {
                 each(checked(b)?)?;
             }
         }

@@ -146,14 +146,12 @@ pub fn table_layout_in(lake: &LakeRoot, table: &TableName) -> anyhow::Result<Tab
                 }
                 (_, StoreKind::Feather) => {
                     let r = match lake {
-                        LakeRoot::Dir(_) => arrow::ipc::reader::FileReader::try_new(
-                            Box::new(File::open(&f.path)?) as Box<dyn ReadSeek>,
-                            None,
-                        ),
-                        LakeRoot::Remote(r) => arrow::ipc::reader::FileReader::try_new(
-                            Box::new(r.file(f)?.reader()) as Box<dyn ReadSeek>,
-                            None,
-                        ),
+                        LakeRoot::Dir(_) => {
+                            crate::ipc::open(Box::new(File::open(&f.path)?) as Box<dyn ReadSeek>)
+                        }
+                        LakeRoot::Remote(r) => {
+                            crate::ipc::open(Box::new(r.file(f)?.reader()) as Box<dyn ReadSeek>)
+                        }
                     }
                     .with_context(|| unreadable("Arrow IPC"))?;
                     r.schema().as_ref().clone()

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arrow::datatypes::{Schema, SchemaRef};
-use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::reader::ChunkReader;
@@ -64,7 +63,7 @@ pub fn encode(schema: &Schema, month: bool) -> anyhow::Result<Vec<u8>> {
 
 /// A kept schema from its bytes, and whether the table was partitioned by month.
 pub fn decode(bytes: &[u8]) -> anyhow::Result<(Schema, bool)> {
-    let r = FileReader::try_new(std::io::Cursor::new(bytes), None)?;
+    let r = crate::ipc::open(std::io::Cursor::new(bytes))?;
     let mut schema = r.schema().as_ref().clone();
     let month = schema.metadata.remove(MONTH_KEY).is_some();
     Ok((schema, month))
@@ -106,7 +105,7 @@ where
         StoreKind::Parquet => ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())?
             .schema()
             .clone(),
-        StoreKind::Feather => FileReader::try_new(reader(r), None)?.schema(),
+        StoreKind::Feather => crate::ipc::open(reader(r))?.schema(),
     })
 }
 

@@ -228,7 +228,7 @@ fn inspect_feather<R: std::io::Read + std::io::Seek>(
     path: &Path,
     size: u64,
 ) -> anyhow::Result<Value> {
-    let r = arrow::ipc::reader::FileReader::try_new(file, None)
+    let r = crate::ipc::open(file)
         .with_context(|| format!("{}: cannot read the Arrow IPC footer", path.display()))?;
     let schema = r.schema();
     // The schema's metadata and the footer's own (where silt keeps the file's checksum).

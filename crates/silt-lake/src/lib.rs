@@ -26,6 +26,8 @@
 //! - [`imports`]: the record of what imports consumed (no duplicate rows on a re-run or after a
 //!   crash);
 //! - [`inspect`]: a Parquet file's row groups, column chunks, encodings and statistics.
+//! - [`ipc`]: Feather (Arrow IPC) files opened and read with arrow-ipc's panics on damaged bytes
+//!   turned into errors;
 //! - [`compact`]: a partition's small files merged into files of a target size;
 //! - [`replace`]: how a merged file takes its inputs' place atomically for every silt reader,
 //!   and the recovery of a compaction a crash interrupted;
@@ -53,6 +55,7 @@ pub mod emptied;
 pub mod granularity;
 pub mod imports;
 pub mod inspect;
+pub mod ipc;
 pub mod layout;
 mod narrow;
 mod permute;

@@ -40,7 +40,6 @@ use arrow::compute::{
 };
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
-use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -99,7 +98,7 @@ impl RunFile {
                     .build()?,
             ),
             RunFile::Ipc(_) | RunFile::Main(_, StoreKind::Feather) => {
-                Box::new(FileReader::try_new(BufReader::new(f), None)?)
+                Box::new(crate::ipc::open(BufReader::new(f))?)
             }
         })
     }

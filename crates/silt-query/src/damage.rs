@@ -102,7 +102,7 @@ fn read_whole(path: &Path, store: StoreKind) -> anyhow::Result<()> {
         StoreKind::Parquet => {
             parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).is_ok()
         }
-        StoreKind::Feather => arrow::ipc::reader::FileReader::try_new(file, None).is_ok(),
+        StoreKind::Feather => silt_lake::ipc::open(file).is_ok(),
     };
     if !footer {
         return Ok(());

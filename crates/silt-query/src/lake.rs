@@ -990,7 +990,7 @@ fn feather_info<R: std::io::Read + std::io::Seek>(
     modified: SystemTime,
     file: R,
 ) -> anyhow::Result<DataFile> {
-    let reader = arrow::ipc::reader::FileReader::try_new(file, None)?;
+    let reader = silt_lake::ipc::open(file)?;
     Ok(located(
         table_dir,
         path,

@@ -739,6 +739,148 @@ fn a_file_the_parquet_reader_panics_on_is_named_not_a_crash() {
     assert!(victim.exists());
 }
 
+/// Feather files whose footers are damaged in the two ways arrow-ipc does not survive: a schema
+/// type it panics on, and a record batch block longer than the file, which it allocates before
+/// reading (an allocation of terabytes aborts the process). Each is a damaged file like any
+/// other: `silt tables`, `silt ddl` and `silt query` name it and go on with the other files,
+/// `silt inspect` says what is wrong with it, compaction leaves it out; none crashes.
+#[test]
+fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_crash() {
+    let t = tempfile::tempdir().unwrap();
+    let lake = generated_lake(
+        t.path(),
+        "lake",
+        4,
+        "1500",
+        &["--partition", "hour", "--store", "feather"],
+    );
+    let count = |what: &str| -> (u64, String) {
+        let out = silt(&[
+            "query",
+            "--lake",
+            p(&lake),
+            "--format",
+            "csv",
+            &format!("SELECT count(*) FROM zeek.conn {what}"),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let n = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        (n, stderr)
+    };
+    let (all, _) = count("");
+    let mut files: Vec<PathBuf> = walk(&lake.join("zeek.conn"));
+    files.retain(|f| f.extension().is_some_and(|e| e == "feather"));
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    let rows = |f: &Path| -> u64 {
+        let r = arrow::ipc::reader::FileReader::try_new(std::fs::File::open(f).unwrap(), None);
+        r.unwrap().map(|b| b.unwrap().num_rows() as u64).sum()
+    };
+    let (panics, aborts) = (&files[0], &files[1]);
+    let lost = rows(panics) + rows(aborts);
+
+    // A byte of the footer's schema that makes arrow-ipc panic when it opens the file.
+    let good = std::fs::read(panics).unwrap();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let bad = (0..good.len()).rev().take(4096).find_map(|i| {
+        let mut b = good.clone();
+        b[i] ^= 0x4d;
+        let opened = std::panic::catch_unwind(|| {
+            arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(b.clone()), None).is_ok()
+        });
+        opened.is_err().then_some(b)
+    });
+    std::panic::set_hook(hook);
+    std::fs::write(
+        panics,
+        bad.expect("no byte of the footer makes arrow-ipc panic"),
+    )
+    .unwrap();
+
+    // The first record batch's block made 2^39 bytes longer. The footer's `Block` structs are
+    // 24 bytes: offset (i64), metaDataLength (i32), 4 bytes of padding, bodyLength (i64).
+    let mut bytes = std::fs::read(aborts).unwrap();
+    let tail: [u8; 10] = bytes[bytes.len() - 10..].try_into().unwrap();
+    let footer = bytes.len() - 10 - arrow::ipc::reader::read_footer_length(tail).unwrap();
+    let blocks = arrow::ipc::root_as_footer(&bytes[footer..bytes.len() - 10])
+        .unwrap()
+        .recordBatches()
+        .unwrap();
+    let block = blocks.get(0);
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&block.offset().to_le_bytes());
+    raw.extend_from_slice(&block.metaDataLength().to_le_bytes());
+    raw.extend_from_slice(&[0; 4]);
+    raw.extend_from_slice(&block.bodyLength().to_le_bytes());
+    let at = footer
+        + bytes[footer..]
+            .windows(24)
+            .position(|w| w == raw)
+            .expect("the first block in the footer");
+    bytes[at + 16 + 4] ^= 0x80;
+    std::fs::write(aborts, &bytes).unwrap();
+
+    let names: Vec<String> = [panics, aborts]
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    for what in ["", "WHERE uid <> ''"] {
+        let (n, stderr) = count(what);
+        assert_eq!(n, all - lost, "{stderr}");
+        for n in &names {
+            assert!(stderr.contains("skipped") && stderr.contains(n), "{stderr}");
+        }
+        assert!(stderr.contains("damaged Arrow IPC footer"), "{stderr}");
+        assert!(!stderr.contains("panicked at"), "{stderr}");
+    }
+    let out = silt(&["tables", "--lake", p(&lake)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for n in &names {
+        assert!(
+            stderr.contains(n) && stderr.contains("not readable"),
+            "{stderr}"
+        );
+    }
+    // No engine reads Feather as a table, so ddl refuses the table, after naming the files.
+    let out = silt(&["ddl", "--dialect", "trino", "zeek.conn", "--lake", p(&lake)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("re-import it with --store parquet"),
+        "{stderr}"
+    );
+    for n in &names {
+        assert!(
+            stderr.contains(n) && stderr.contains("not readable"),
+            "{stderr}"
+        );
+    }
+    for f in [panics, aborts] {
+        let out = silt(&["inspect", p(f)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("damaged Arrow IPC footer"), "{stderr}");
+        assert!(!stderr.contains("panicked at"), "{stderr}");
+    }
+    let out = silt(&["verify", "--lake", p(&lake)]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = silt(&["compact", "--lake", p(&lake), "--older-than", "0s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked at"), "{stderr}");
+    assert!(out.status.code().is_some(), "{stderr}");
+    assert!(panics.exists() && aborts.exists());
+    assert_eq!(count("").0, all - lost);
+}
+
 /// Whether parquet-rs reads every row of the Parquet file `bytes` without an error; its rows
 /// pretty-printed when it does.
 fn decodes(bytes: &[u8]) -> Option<String> {
