@@ -20,6 +20,10 @@
 //! table's first file. A lake written before the record existed is judged from its directories
 //! ([`crate::layout::existing_partitioning`]).
 //!
+//! The record also keeps the format of the table's files (Parquet or Feather): an import with
+//! another `--store` is refused, since a table whose files mix formats is one that Spark, Trino,
+//! Athena and DuckDB's Parquet glob see only part of.
+//!
 //! Touches only `<lake>/_silt/tables/`.
 
 use std::path::{Path, PathBuf};
@@ -91,6 +95,10 @@ pub struct TableRecord {
     pub estimate: Option<Estimate>,
     /// RFC 3339 time of the choice.
     pub at: String,
+    /// The format of the table's files (`parquet` or `feather`), which every later import keeps
+    /// to; `None` in records written before silt recorded it (then the table's files say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl TableRecord {
@@ -98,6 +106,17 @@ impl TableRecord {
         self.partition
             .parse()
             .map_err(|e: String| anyhow::anyhow!("table record of {}: {e}", self.table))
+    }
+
+    /// The recorded format of the table's files, if the record has one.
+    pub fn store_kind(&self) -> anyhow::Result<Option<StoreKind>> {
+        self.store
+            .as_deref()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e: String| anyhow::anyhow!("table record of {}: {e}", self.table))
+            })
+            .transpose()
     }
 
     /// One line for the import summary, e.g. `month (auto: ~350 rows/hour, ~8.1 MB/month)`.
@@ -166,6 +185,7 @@ pub fn current(root: &Path, table: &TableName) -> anyhow::Result<Option<TableRec
             chosen_by: "user".into(),
             estimate: None,
             at: String::new(),
+            store: None,
         }),
     )
 }
@@ -320,8 +340,10 @@ mod tests {
             chosen_by: "auto".into(),
             estimate: Some(est(350.0, 35.0)),
             at: "2026-11-25T00:00:00Z".into(),
+            store: Some("feather".into()),
         };
         write_record(d.path(), &rec).unwrap();
+        assert_eq!(rec.store_kind().unwrap(), Some(StoreKind::Feather));
         assert_eq!(read_record(d.path(), &t).unwrap(), Some(rec.clone()));
         assert_eq!(
             rec.describe(),

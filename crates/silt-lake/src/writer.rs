@@ -268,6 +268,9 @@ impl LakeWriter {
         if !self.tables.contains_key(name) {
             let dir = self.root.join(name.to_string());
             let existing = granularity::current(&self.root, name)?;
+            if let Some(r) = &existing {
+                self.check_store(name, &dir, r)?;
+            }
             let partitioning = match (self.cfg.partition, existing) {
                 (PartitionChoice::Fixed(p), Some(r)) => {
                     let q = r.partitioning()?;
@@ -280,7 +283,10 @@ impl LakeWriter {
                 }
                 (PartitionChoice::Auto, Some(r)) => Some(r.partitioning()?),
                 (PartitionChoice::Fixed(p), None) => {
-                    granularity::write_record(&self.root, &new_record(name, p, "user", None))?;
+                    granularity::write_record(
+                        &self.root,
+                        &new_record(name, p, "user", None, self.cfg.store),
+                    )?;
                     Some(p)
                 }
                 // Chosen once the first rows are in (see `decide`).
@@ -375,6 +381,38 @@ impl LakeWriter {
         self.route_batch(name, batch)
     }
 
+    /// Refuses to write `name` (whose record is `r`, its directory `dir`) in another format than
+    /// its files have: the recorded one, or, for a record written before silt recorded it, that
+    /// of the table's first file (then recorded, so that later imports need not look).
+    fn check_store(&self, name: &TableName, dir: &Path, r: &TableRecord) -> anyhow::Result<()> {
+        let kept = match r.store_kind()? {
+            Some(s) => s,
+            None => {
+                // In a remote lake's staging directory no files are seen: nothing to check.
+                let Some(f) = layout::data_files(dir)?.into_iter().next() else {
+                    return Ok(());
+                };
+                if !r.at.is_empty() {
+                    let mut r = r.clone();
+                    r.store = Some(f.store.extension().into());
+                    granularity::write_record(&self.root, &r)?;
+                }
+                f.store
+            }
+        };
+        anyhow::ensure!(
+            kept == self.cfg.store,
+            "table {name} in {} is stored as {} files, not {}: import with --store {} (or into \
+             another lake); a table's files share one format, so that every engine reading it \
+             sees all of its rows",
+            self.root.display(),
+            kept.extension(),
+            self.cfg.store.extension(),
+            kept.extension(),
+        );
+        Ok(())
+    }
+
     /// Chooses a new table's partitioning from the rows it holds back (`--partition auto`),
     /// records the choice in the lake, and sends those rows on. Does nothing once chosen.
     fn decide(&mut self, name: &TableName) -> anyhow::Result<()> {
@@ -389,7 +427,7 @@ impl LakeWriter {
             (granularity::choose(&e, self.cfg.row_group_bytes), Some(e))
         };
         t.partitioning = partitioning;
-        let record = new_record(name, partitioning, "auto", estimate);
+        let record = new_record(name, partitioning, "auto", estimate, self.cfg.store);
         granularity::write_record(&self.root, &record)?;
         let s = self.summary.table(name);
         s.partitioning = Some(partitioning.name().into());
@@ -1098,6 +1136,7 @@ fn new_record(
     p: Partitioning,
     chosen_by: &str,
     estimate: Option<granularity::Estimate>,
+    store: crate::config::StoreKind,
 ) -> TableRecord {
     TableRecord {
         table: name.to_string(),
@@ -1105,6 +1144,7 @@ fn new_record(
         chosen_by: chosen_by.into(),
         estimate,
         at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        store: Some(store.extension().into()),
     }
 }
 

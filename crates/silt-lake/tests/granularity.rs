@@ -177,6 +177,64 @@ fn later_imports_follow_the_record() {
     );
 }
 
+/// The record keeps the format of the table's files; an import in another format is refused
+/// with what to do (a table whose files mix Parquet and Feather is one that Spark, Trino, Athena
+/// and a Parquet glob see only part of). A record from before the format was recorded takes
+/// it from the table's files, and so does a lake without a record.
+#[test]
+fn later_imports_keep_the_table_s_file_format() {
+    use silt_lake::StoreKind;
+    let d = tempfile::tempdir().unwrap();
+    let feather = || WriterConfig {
+        store: StoreKind::Feather,
+        ..cfg()
+    };
+    import(d.path(), feather(), &spread(1_000, HOUR));
+    assert_eq!(record(d.path()).store.as_deref(), Some("feather"));
+    import(d.path(), feather(), &spread(1_000, HOUR));
+    let refused = |root: &std::path::Path, cfg: WriterConfig| {
+        let mut w = LakeWriter::new(root, cfg).unwrap();
+        let e = w
+            .batch(&conn(), batch(&spread(10, HOUR), true))
+            .unwrap_err();
+        format!("{e:#}")
+    };
+    let msg = refused(d.path(), cfg());
+    assert!(
+        msg.contains("stored as feather files, not parquet")
+            && msg.contains("import with --store feather"),
+        "{msg}"
+    );
+    let files = catalog::data_files(&d.path().join("zeek.conn")).unwrap();
+    assert_eq!(files.len(), 2);
+    assert!(files.iter().all(|f| f.store == StoreKind::Feather));
+
+    // A record written before silt recorded the format: the files say, and the record learns it.
+    let mut old = record(d.path());
+    old.store = None;
+    granularity::write_record(d.path(), &old).unwrap();
+    assert!(refused(d.path(), cfg()).contains("stored as feather files"));
+    assert_eq!(record(d.path()).store.as_deref(), Some("feather"));
+
+    // No record at all: the files say, and nothing is written.
+    std::fs::remove_file(granularity::record_path(d.path(), &conn())).unwrap();
+    assert!(refused(d.path(), cfg()).contains("stored as feather files"));
+    import(d.path(), feather(), &spread(1_000, HOUR));
+    assert_eq!(
+        catalog::data_files(&d.path().join("zeek.conn"))
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // The other way round: a Parquet table refuses Feather.
+    let p = tempfile::tempdir().unwrap();
+    import(p.path(), cfg(), &spread(1_000, HOUR));
+    assert_eq!(record(p.path()).store.as_deref(), Some("parquet"));
+    let msg = refused(p.path(), feather());
+    assert!(msg.contains("import with --store parquet"), "{msg}");
+}
+
 #[test]
 fn a_given_granularity_is_recorded_too() {
     let d = tempfile::tempdir().unwrap();

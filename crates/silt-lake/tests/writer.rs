@@ -265,6 +265,7 @@ fn feather_store_and_day_partitioning() {
     // A second import with another partitioning is refused with a useful message.
     let hour = WriterConfig {
         partition: Partitioning::Hour.into(),
+        store: StoreKind::Feather,
         ..WriterConfig::default()
     };
     let mut w = LakeWriter::new(dir.path(), hour).unwrap();
