@@ -17,8 +17,8 @@
 //!
 //! **The record.** `<lake>/_silt/tables/<module.type>.json` holds the choice, who made it (`auto`
 //! or the user's `--partition`) and the estimate behind it; it is written (atomically) before the
-//! table's first file. A lake written before the record existed is judged from its directories
-//! ([`crate::layout::existing_partitioning`]).
+//! table's first file. A lake written before the record existed is judged from its first file's
+//! directories ([`crate::layout::partitioning_of_rel`]).
 //!
 //! The record also keeps the format of the table's files (Parquet or Feather): an import with
 //! another `--store` is refused, since a table whose files mix formats is one that Spark, Trino,
@@ -172,22 +172,32 @@ pub fn write_record(root: &Path, rec: &TableRecord) -> anyhow::Result<()> {
     crate::publish::write_atomic(&record_path(root, &table), &bytes)
 }
 
-/// The partitioning a table of the lake already has: its record, else its directories; `None`
-/// for a new table.
+/// The partitioning (and file format) a table of the lake already has: its record, else its
+/// first file's directories and name; `None` for a new table.
 pub fn current(root: &Path, table: &TableName) -> anyhow::Result<Option<TableRecord>> {
     if let Some(r) = read_record(root, table)? {
         return Ok(Some(r));
     }
-    Ok(
-        layout::existing_partitioning(&root.join(table.to_string())).map(|p| TableRecord {
+    let dir = root.join(table.to_string());
+    let Some(first) = layout::data_files(&dir)
+        .ok()
+        .and_then(|f| f.into_iter().next())
+    else {
+        return Ok(None);
+    };
+    Ok(first
+        .path
+        .strip_prefix(&dir)
+        .ok()
+        .and_then(layout::partitioning_of_rel)
+        .map(|p| TableRecord {
             table: table.to_string(),
             partition: p.name().into(),
             chosen_by: "user".into(),
             estimate: None,
             at: String::new(),
-            store: None,
-        }),
-    )
+            store: Some(first.store.extension().into()),
+        }))
 }
 
 /// Estimates density and compressed row size from a new table's first batches (all of one

@@ -123,12 +123,6 @@ impl<R: Read + Seek> Iterator for Reader<R> {
     }
 }
 
-impl<R: Read + Seek> arrow::array::RecordBatchReader for Reader<R> {
-    fn schema(&self) -> SchemaRef {
-        self.inner.schema()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -400,13 +400,6 @@ pub fn parse_date(s: &str) -> Option<i32> {
     (y2 == y && m2 as i64 == m && d2 as i64 == d).then_some(days as i32)
 }
 
-/// The partitioning an existing table directory uses, judged from its first data file; `None`
-/// when the table has no files yet.
-pub fn existing_partitioning(table_dir: &Path) -> Option<Partitioning> {
-    let file = data_files(table_dir).ok()?.into_iter().next()?;
-    partitioning_of_rel(file.path.strip_prefix(table_dir).ok()?)
-}
-
 /// The partitioning a data file's path below its table directory shows (`dt=…/hour=…/f` is
 /// hour partitioning); `None` for a layout silt does not write.
 pub fn partitioning_of_rel(rel: &Path) -> Option<Partitioning> {

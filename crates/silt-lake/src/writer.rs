@@ -392,11 +392,9 @@ impl LakeWriter {
                 let Some(f) = layout::data_files(dir)?.into_iter().next() else {
                     return Ok(());
                 };
-                if !r.at.is_empty() {
-                    let mut r = r.clone();
-                    r.store = Some(f.store.extension().into());
-                    granularity::write_record(&self.root, &r)?;
-                }
+                let mut r = r.clone();
+                r.store = Some(f.store.extension().into());
+                granularity::write_record(&self.root, &r)?;
                 f.store
             }
         };
