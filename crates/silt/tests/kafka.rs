@@ -586,7 +586,9 @@ fn member_env(
         .unwrap()
 }
 
-fn stop(mut c: Child) {
+/// Sends SIGTERM and waits up to 60 s for the server to end. If it does not, the failure shows
+/// its log (`log`) and every thread's stack (from gdb, when installed) before it is killed.
+fn stop(mut c: Child, log: &Path) {
     let _ = Command::new("kill")
         .args(["-TERM", &c.id().to_string()])
         .status();
@@ -597,9 +599,25 @@ fn stop(mut c: Child) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let stacks = Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-p",
+            &c.id().to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| format!("(no stacks: gdb: {e})"));
     let _ = c.kill();
     let _ = c.wait();
-    panic!("silt serve did not stop within 60 s of SIGTERM");
+    panic!(
+        "silt serve did not stop within 60 s of SIGTERM; its log:\n{}\nits threads:\n{stacks}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
 }
 
 /// Waits until `table` holds `n` rows (or `secs` pass); returns the last counts.
@@ -689,8 +707,10 @@ fn exactly_once_with_two_members_one_killed_ten_times() {
         members[i] = Some(member(&lake, names[i], &broker, &t, &group, &logs[i]));
     }
     let (rows, distinct) = wait_rows(&lake, "app.ids", produced, 180);
-    for c in members.into_iter().flatten() {
-        stop(c);
+    for (c, log) in members.into_iter().zip(&logs) {
+        if let Some(c) = c {
+            stop(c, log);
+        }
     }
     let (rows2, distinct2) = counts(&lake, "app.ids");
     let logs_text: String = logs
@@ -797,7 +817,7 @@ fn a_member_stopped_past_its_session_is_fenced() {
         &["produce-ids", &broker, &t, &n.to_string(), &n.to_string()],
     );
     let after = wait_rows(&lake, "app.ids", 2 * n, 120);
-    stop(b);
+    stop(b, &logs[1]);
     assert_eq!(after, (2 * n, 2 * n), "{}", read(&logs[1]));
     assert_eq!(counts(&lake, "app.ids"), (2 * n, 2 * n));
     let v: serde_json::Value =
@@ -870,7 +890,7 @@ fn broker_away_while_consuming(name: &str, more: &[&str], session_ends: bool) {
         &["produce-ids", &broker, &t, &first.to_string(), "20000"],
     );
     let (rows, distinct) = wait_rows(&lake, "app.ids", 2 * first, 120);
-    stop(m);
+    stop(m, &log);
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!((rows, distinct), (2 * first, 2 * first), "{text}");
     assert_eq!(counts(&lake, "app.ids"), (2 * first, 2 * first), "{text}");
@@ -1209,7 +1229,7 @@ fn to_kafka_undelivered_rows_go_to_the_lake() {
     while !lake.join("app.events").exists() && t0.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(200));
     }
-    stop(a);
+    stop(a, &log);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("were not delivered"), "{text}");
     assert_eq!(
@@ -1268,7 +1288,7 @@ fn serve_produces_a_table_to_kafka() {
     let status = post_ndjson(port, "app.events", &body_file);
     assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
     std::thread::sleep(Duration::from_secs(2));
-    stop(a);
+    stop(a, &log);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         !lake_a.join("app.events").exists(),
@@ -1319,7 +1339,7 @@ fn serve_produces_a_table_to_kafka() {
     let status = post_ndjson(port, "app.events", &body_file);
     assert_eq!(status, "200", "{}", std::fs::read_to_string(&log).unwrap());
     std::thread::sleep(Duration::from_secs(2));
-    stop(c);
+    stop(c, &log);
     let msgs = consume_avro(
         &py,
         &broker,
