@@ -7,6 +7,8 @@
 //! - [`time`] and [`addr`]: exact parsing of timestamps and canonical IP address text;
 //! - [`meta`]: the schema metadata keys readers set and the lake writer reads;
 //! - [`panics`]: another library's panic on bad input turned into an error;
+//! - [`ipc_check`]: Arrow IPC messages from untrusted bytes checked before arrow-ipc reserves
+//!   what they claim;
 //! - [`decode`]: the [`Decoder`] contract every format implements (fed in pieces or read whole),
 //!   and the line framer the line-based formats share;
 //! - [`split`]: one stream's blocks of lines decoded on several threads, in stream order;
@@ -20,6 +22,7 @@ pub mod addr;
 pub mod decode;
 pub mod emit;
 pub mod format;
+pub mod ipc_check;
 pub mod meta;
 pub mod panics;
 pub mod schema;

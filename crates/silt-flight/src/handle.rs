@@ -93,7 +93,7 @@ pub fn decode(handle: &[u8]) -> Result<Statement, Status> {
         }
         // arrow-ipc panics on some damaged schemas (an unknown type tag) instead of failing.
         let params =
-            std::panic::catch_unwind(|| StreamReader::try_new(values, None).ok()?.next()?.ok())
+            silt_core::panics::catch(|| StreamReader::try_new(values, None).ok()?.next()?.ok())
                 .ok()
                 .flatten()
                 .ok_or_else(bad)?;
@@ -109,9 +109,11 @@ pub fn decode(handle: &[u8]) -> Result<Statement, Status> {
 }
 
 /// Whether every message of the Arrow IPC stream `b` lies within `b`, with the lengths its
-/// prefixes and headers give. A handle comes from the client, and arrow-ipc allocates a
-/// message's body at the length its header says before reading it: a forged or damaged handle
-/// saying 2^40 bytes would abort the server (an allocation failure is not a panic).
+/// prefixes and headers give, and passes [`silt_core::ipc_check`]. A handle comes from the
+/// client, and arrow-ipc reserves a message's body at the length its header says before reading
+/// it, and a compressed buffer's at the length its prefix says before decompressing it: a
+/// forged or damaged handle saying 2^40 bytes would abort the server (an allocation failure is
+/// not a panic).
 fn stream_fits(mut b: &[u8]) -> bool {
     let word = |b: &[u8]| {
         b.get(..4)
@@ -145,7 +147,13 @@ fn stream_fits(mut b: &[u8]) -> bool {
         };
         b = &b[meta.len()..];
         match usize::try_from(message.bodyLength()) {
-            Ok(body) if body <= b.len() => b = &b[body..],
+            Ok(body) if body <= b.len() => {
+                // A compressed buffer's claimed length is reserved before it is decompressed.
+                if silt_core::ipc_check::check_body(&message, &b[..body]).is_err() {
+                    return false;
+                }
+                b = &b[body..]
+            }
             _ => return false,
         }
     }
@@ -198,5 +206,46 @@ mod tests {
             decode(b"silt1:\xff").unwrap_err().code(),
             tonic::Code::InvalidArgument
         );
+    }
+
+    /// A client may send back values of its own making, compressed: every byte of a zstd- and
+    /// an LZ4-compressed value stream changed gives an error or values, never an abort (a
+    /// buffer whose uncompressed length says terabytes, which arrow-ipc would reserve).
+    #[test]
+    fn changed_compressed_values_never_abort() {
+        use arrow::ipc::writer::IpcWriteOptions;
+        use arrow::ipc::CompressionType;
+        let values = RecordBatch::try_from_iter([(
+            "$1",
+            std::sync::Arc::new(arrow::array::Int64Array::from(vec![7; 4000])) as _,
+        )])
+        .unwrap();
+        let sql = "SELECT ?";
+        for c in [CompressionType::ZSTD, CompressionType::LZ4_FRAME] {
+            let mut h = TAG_BOUND.to_vec();
+            h.extend_from_slice(&(sql.len() as u32).to_le_bytes());
+            h.extend_from_slice(sql.as_bytes());
+            let start = h.len();
+            let opts = IpcWriteOptions::default()
+                .try_with_compression(Some(c))
+                .unwrap();
+            let mut w = StreamWriter::try_new_with_options(&mut h, &values.schema(), opts).unwrap();
+            w.write(&values).unwrap();
+            w.finish().unwrap();
+            drop(w);
+            assert_eq!(decode(&h).unwrap().params.unwrap(), values, "{c:?}");
+            let mut refused = 0;
+            for i in start..h.len() {
+                for x in [0x01u8, 0x80, 0xff, 0x4d] {
+                    let mut bad = h.clone();
+                    bad[i] ^= x;
+                    if let Err(e) = decode(&bad) {
+                        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+                        refused += 1;
+                    }
+                }
+            }
+            assert!(refused > 0, "{c:?}");
+        }
     }
 }

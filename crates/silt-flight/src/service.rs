@@ -59,6 +59,38 @@ use crate::auth::{TokenCheck, AUTHORIZATION};
 use crate::metadata::{self, TableEntry};
 use crate::{handle, FlightConfig, QueryEngine};
 
+/// Parameter values a client sends (DoPut), decoded: a panic of arrow-ipc's on a damaged
+/// message is an error (a malformed schema panics rather than fails), and so the end of the
+/// request rather than of the task serving the connection.
+struct CheckedBatches(FlightRecordBatchStream);
+
+impl Stream for CheckedBatches {
+    type Item = Result<RecordBatch, FlightError>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let inner = &mut self.0;
+        silt_core::panics::catch(|| inner.poll_next_unpin(cx)).unwrap_or_else(|p| {
+            std::task::Poll::Ready(Some(Err(FlightError::DecodeError(format!(
+                "damaged Arrow IPC data in the parameter values (the decoder panicked on it: {p})"
+            )))))
+        })
+    }
+}
+
+/// A client's FlightData checked by [`silt_core::ipc_check`] before arrow-ipc decodes it: a
+/// compressed buffer claiming terabytes would otherwise be reserved, and abort the server.
+fn check_flight_data(d: &FlightData) -> Result<(), FlightError> {
+    match arrow::ipc::root_as_message(&d.data_header) {
+        Ok(m) => silt_core::ipc_check::check_body(&m, &d.data_body)
+            .map_err(|e| FlightError::DecodeError(format!("parameter values: {e}"))),
+        // arrow-flight says what is wrong with it.
+        Err(_) => Ok(()),
+    }
+}
+
 /// What DoGet answers.
 type DoGetStream = <FlightSqlServer as FlightService>::DoGetStream;
 /// What Handshake answers.
@@ -321,9 +353,12 @@ impl FlightSqlService for FlightSqlServer {
         request: Request<PeekableFlightDataStream>,
     ) -> Result<DoPutPreparedStatementResult, Status> {
         let st = handle::decode(&query.prepared_statement_handle)?;
-        let mut batches = FlightRecordBatchStream::new_from_flight_data(
-            request.into_inner().map_err(FlightError::from),
-        );
+        let mut batches = CheckedBatches(FlightRecordBatchStream::new_from_flight_data(
+            request
+                .into_inner()
+                .map_err(FlightError::from)
+                .and_then(|d| async move { check_flight_data(&d).map(|()| d) }),
+        ));
         let mut bound: Vec<RecordBatch> = Vec::new();
         while let Some(batch) = batches.next().await {
             let batch = batch.map_err(|e| Status::invalid_argument(e.to_string()))?;

@@ -516,3 +516,118 @@ async fn shutdown_ends_serve() {
     server.stop().await.unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+/// Parameter values (DoPut on a prepared statement) whose messages a client changed: a
+/// compressed buffer claiming a terabyte uncompressed (which arrow-ipc would reserve, aborting
+/// the server) and every byte of the schema message changed (on some of which arrow-ipc
+/// panics) are refused as INVALID_ARGUMENT, and the server answers the next query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_parameter_values_are_refused() {
+    use arrow::array::Int64Array;
+    use arrow::ipc::writer::IpcWriteOptions;
+    use arrow::ipc::CompressionType;
+    use arrow_flight::encode::FlightDataEncoderBuilder;
+    use arrow_flight::sql::{CommandPreparedStatementQuery, ProstMessageExt};
+    use arrow_flight::{FlightData, FlightDescriptor};
+    use prost::Message;
+
+    let server = Server::start(None).await;
+    let mut c = client(&server, None).await;
+    let values =
+        RecordBatch::try_from_iter([("$1", Arc::new(Int64Array::from(vec![7; 4000])) as _)])
+            .unwrap();
+    let cmd = CommandPreparedStatementQuery {
+        prepared_statement_handle: b"silt1:SELECT * FROM events".to_vec().into(),
+    };
+    let descriptor = FlightDescriptor::new_cmd(cmd.as_any().encode_to_vec());
+    let opts = IpcWriteOptions::default()
+        .try_with_compression(Some(CompressionType::ZSTD))
+        .unwrap();
+    let data: Vec<FlightData> = FlightDataEncoderBuilder::new()
+        .with_options(opts)
+        .with_flight_descriptor(Some(descriptor))
+        .build(futures::stream::iter([Ok(values)]))
+        .try_collect()
+        .await
+        .unwrap();
+    let is = |d: &FlightData, t| {
+        arrow::ipc::root_as_message(&d.data_header).is_ok_and(|m| m.header_type() == t)
+    };
+    let schema_at = data
+        .iter()
+        .position(|d| is(d, arrow::ipc::MessageHeader::Schema))
+        .unwrap();
+    let batch_at = data
+        .iter()
+        .position(|d| is(d, arrow::ipc::MessageHeader::RecordBatch))
+        .unwrap();
+    // What the server answers `data`: Ok, or the refusal's code and message.
+    async fn put(
+        c: &mut FlightSqlServiceClient<Channel>,
+        data: Vec<FlightData>,
+    ) -> Result<(), (Code, String)> {
+        match c.do_put(futures::stream::iter(data)).await {
+            Ok(s) => s
+                .try_collect::<Vec<_>>()
+                .await
+                .map(drop)
+                .map_err(|s| (s.code(), s.message().to_string())),
+            Err(e) => Err(status(&e)),
+        }
+    }
+
+    // The intact values are bound (several rows: refused as such, not as damaged).
+    let (code, msg) = put(&mut c, data.clone()).await.unwrap_err();
+    assert_eq!(code, Code::Unimplemented, "{msg}");
+
+    // A compressed buffer's length prefix set to 2^40.
+    let mut forged = data.clone();
+    let body = {
+        let m = arrow::ipc::root_as_message(&forged[batch_at].data_header).unwrap();
+        let b = m.header_as_record_batch().unwrap();
+        let at = b
+            .buffers()
+            .unwrap()
+            .iter()
+            .map(|b| b.offset() as usize)
+            .find(|&o| {
+                let p = &data[batch_at].data_body[o..o + 8];
+                i64::from_le_bytes(p.try_into().unwrap()) > 0
+            })
+            .expect("a buffer stored compressed");
+        let mut body = forged[batch_at].data_body.to_vec();
+        body[at..at + 8].copy_from_slice(&(1i64 << 40).to_le_bytes());
+        body
+    };
+    forged[batch_at].data_body = body.into();
+    let (code, msg) = put(&mut c, forged).await.unwrap_err();
+    assert_eq!(code, Code::InvalidArgument, "{msg}");
+    assert!(msg.contains("damaged or forged length"), "{msg}");
+
+    // Every byte of the schema message changed: refused, never a dropped connection.
+    let mut panicked = 0;
+    for i in 0..data[schema_at].data_header.len() {
+        for x in [0x4du8, 0x80] {
+            let mut bad = data.clone();
+            let mut header = bad[schema_at].data_header.to_vec();
+            header[i] ^= x;
+            bad[schema_at].data_header = header.into();
+            if let Err((code, msg)) = put(&mut c, bad).await {
+                assert!(
+                    matches!(code, Code::InvalidArgument | Code::Unimplemented),
+                    "byte {i} ^ {x:#x}: {code:?} {msg}"
+                );
+                panicked += msg.contains("panicked") as usize;
+            }
+        }
+    }
+    assert!(panicked > 0, "no change made arrow-ipc panic");
+
+    let info = c
+        .execute("SELECT * FROM events".into(), None)
+        .await
+        .unwrap();
+    assert_events(&one(&fetch(&mut c, info).await.unwrap()));
+    drop(c);
+    server.stop().await.unwrap();
+}

@@ -765,8 +765,10 @@ fn read_remote_info(
         let md = footers.footer(lake, &key, *size, *modified)?;
         return info_from_footer(dir, p, *size, *modified, md);
     }
-    let file = RemoteFile::new(lake.clone(), key, *size).reader();
-    feather_info(dir, p, *size, *modified, file)
+    // Its batches are not checked as a local file's are (`read_file_info`): that would read
+    // most of the object again, in ranges.
+    let reader = silt_lake::ipc::open(RemoteFile::new(lake.clone(), key, *size).reader())?;
+    Ok(feather_entry(dir, p, *size, *modified, &reader))
 }
 
 /// A Parquet file's entry from its footer `md` (kept in [`DataFile::footer`]).
@@ -954,7 +956,13 @@ fn read_file_info(table_dir: &Path, path: &Path, format: FileFormat) -> anyhow::
             let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
             Ok(parquet_info(table_dir, path, md.len(), modified, &meta))
         }
-        FileFormat::Feather => feather_info(table_dir, path, md.len(), modified, file),
+        FileFormat::Feather => {
+            let mut reader = silt_lake::ipc::open(file)?;
+            // DataFusion decodes the file's batches with arrow-ipc, which reserves what a
+            // damaged compressed buffer claims (and aborts): such a file is left out here.
+            reader.check_batches()?;
+            Ok(feather_entry(table_dir, path, md.len(), modified, &reader))
+        }
     }
 }
 
@@ -982,16 +990,15 @@ fn parquet_info(
     )
 }
 
-/// A Feather (Arrow IPC) file's entry, its schema read from `file`'s start.
-fn feather_info<R: std::io::Read + std::io::Seek>(
+/// A Feather (Arrow IPC) file's entry, from its footer read by `reader`.
+fn feather_entry<R: std::io::Read + std::io::Seek>(
     table_dir: &Path,
     path: &Path,
     size: u64,
     modified: SystemTime,
-    file: R,
-) -> anyhow::Result<DataFile> {
-    let reader = silt_lake::ipc::open(file)?;
-    Ok(located(
+    reader: &silt_lake::ipc::Reader<R>,
+) -> DataFile {
+    located(
         table_dir,
         path,
         FileFormat::Feather,
@@ -1000,7 +1007,7 @@ fn feather_info<R: std::io::Read + std::io::Seek>(
         reader.schema(),
         reader.num_batches(),
         None,
-    ))
+    )
 }
 
 /// A data file's entry from what its footer says (`schema`, `row_groups`, `bounds`) and what its

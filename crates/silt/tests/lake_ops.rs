@@ -739,13 +739,15 @@ fn a_file_the_parquet_reader_panics_on_is_named_not_a_crash() {
     assert!(victim.exists());
 }
 
-/// Feather files whose footers are damaged in the two ways arrow-ipc does not survive: a schema
-/// type it panics on, and a record batch block longer than the file, which it allocates before
-/// reading (an allocation of terabytes aborts the process). Each is a damaged file like any
-/// other: `silt tables`, `silt ddl` and `silt query` name it and go on with the other files,
-/// `silt inspect` says what is wrong with it, compaction leaves it out; none crashes.
+/// Feather files damaged in the three ways arrow-ipc does not survive: a footer schema type it
+/// panics on, and two lengths it reserves memory for before reading (an allocation of terabytes
+/// aborts the process): a record batch block longer than the file, and a compressed buffer's
+/// uncompressed length. Each is a damaged file like any other: `silt tables`, `silt ddl` and
+/// `silt query` name it and go on with the other files (the first two: the third's footer is
+/// intact, and only `query` reads further), `silt inspect` says what is wrong with it,
+/// compaction leaves it out; none crashes.
 #[test]
-fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_crash() {
+fn feather_files_arrow_ipc_panics_or_aborts_on_are_named_not_a_crash() {
     let t = tempfile::tempdir().unwrap();
     let lake = generated_lake(
         t.path(),
@@ -783,8 +785,8 @@ fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_cra
         let r = arrow::ipc::reader::FileReader::try_new(std::fs::File::open(f).unwrap(), None);
         r.unwrap().map(|b| b.unwrap().num_rows() as u64).sum()
     };
-    let (panics, aborts) = (&files[0], &files[1]);
-    let lost = rows(panics) + rows(aborts);
+    let (panics, aborts, claims) = (&files[0], &files[1], &files[2]);
+    let lost = rows(panics) + rows(aborts) + rows(claims);
 
     // A byte of the footer's schema that makes arrow-ipc panic when it opens the file.
     let good = std::fs::read(panics).unwrap();
@@ -828,7 +830,39 @@ fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_cra
     bytes[at + 16 + 4] ^= 0x80;
     std::fs::write(aborts, &bytes).unwrap();
 
-    let names: Vec<String> = [panics, aborts]
+    // The zstd-compressed buffers of the first record batch claiming 2^40 bytes uncompressed,
+    // which arrow-ipc reserves before it decompresses (in DataFusion's scan as in silt's
+    // readers): every column, so that any query reading a column of the file would abort.
+    let mut bytes = std::fs::read(claims).unwrap();
+    let tail: [u8; 10] = bytes[bytes.len() - 10..].try_into().unwrap();
+    let footer = bytes.len() - 10 - arrow::ipc::reader::read_footer_length(tail).unwrap();
+    let block = *arrow::ipc::root_as_footer(&bytes[footer..bytes.len() - 10])
+        .unwrap()
+        .recordBatches()
+        .unwrap()
+        .get(0);
+    let (offset, meta) = (block.offset() as usize, block.metaDataLength() as usize);
+    let message = arrow::ipc::root_as_message(&bytes[offset + 8..offset + meta]).unwrap();
+    let batch = message.header_as_record_batch().unwrap();
+    assert!(
+        batch.compression().is_some(),
+        "Feather files are compressed"
+    );
+    let compressed: Vec<usize> = batch
+        .buffers()
+        .unwrap()
+        .iter()
+        .filter(|b| b.length() >= 8)
+        .map(|b| offset + meta + b.offset() as usize)
+        .filter(|&a| i64::from_le_bytes(bytes[a..a + 8].try_into().unwrap()) > 0)
+        .collect();
+    assert!(compressed.len() > 5, "{compressed:?}");
+    for at in compressed {
+        bytes[at..at + 8].copy_from_slice(&(1i64 << 40).to_le_bytes());
+    }
+    std::fs::write(claims, &bytes).unwrap();
+
+    let names: Vec<String> = [panics, aborts, claims]
         .iter()
         .map(|f| f.file_name().unwrap().to_string_lossy().to_string())
         .collect();
@@ -839,12 +873,15 @@ fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_cra
             assert!(stderr.contains("skipped") && stderr.contains(n), "{stderr}");
         }
         assert!(stderr.contains("damaged Arrow IPC footer"), "{stderr}");
+        assert!(stderr.contains("damaged or forged length"), "{stderr}");
         assert!(!stderr.contains("panicked at"), "{stderr}");
     }
+    // `tables` and `ddl` read footers only: the third file's is intact.
+    let names = &names[..2];
     let out = silt(&["tables", "--lake", p(&lake)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    for n in &names {
+    for n in names {
         assert!(
             stderr.contains(n) && stderr.contains("not readable"),
             "{stderr}"
@@ -858,17 +895,21 @@ fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_cra
         stderr.contains("re-import it with --store parquet"),
         "{stderr}"
     );
-    for n in &names {
+    for n in names {
         assert!(
             stderr.contains(n) && stderr.contains("not readable"),
             "{stderr}"
         );
     }
-    for f in [panics, aborts] {
+    for (f, what) in [
+        (panics, "damaged Arrow IPC footer"),
+        (aborts, "damaged Arrow IPC footer"),
+        (claims, "damaged or forged length"),
+    ] {
         let out = silt(&["inspect", p(f)]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("damaged Arrow IPC footer"), "{stderr}");
+        assert!(stderr.contains(what), "{stderr}");
         assert!(!stderr.contains("panicked at"), "{stderr}");
     }
     let out = silt(&["verify", "--lake", p(&lake)]);
@@ -877,7 +918,7 @@ fn feather_files_whose_footers_arrow_ipc_panics_or_aborts_on_are_named_not_a_cra
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked at"), "{stderr}");
     assert!(out.status.code().is_some(), "{stderr}");
-    assert!(panics.exists() && aborts.exists());
+    assert!(panics.exists() && aborts.exists() && claims.exists());
     assert_eq!(count("").0, all - lost);
 }
 
