@@ -914,6 +914,33 @@ pub fn start(
                 let _ = consumer.poll(Duration::from_millis(50));
             }
             stats.finished.store(true, Ordering::Relaxed);
+            close(consumer);
         })?;
     Ok(h)
+}
+
+/// How long a stopping consumer waits for librdkafka to leave its group.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// Leaves the group and frees the consumer, waiting at most [`CLOSE_WAIT`]. rdkafka's drop does
+/// both, polling until librdkafka says the consumer is closed, without a bound: with the broker
+/// unreachable that took 43 s and sometimes more than a minute (measured with
+/// `kafka.rs::stops_while_the_broker_is_down`), and `silt serve` did not stop on SIGTERM. So the
+/// drop runs on a thread of its own, and past the wait this one goes on without it (that thread
+/// ends with the process; the broker ends the member's session when it times out). What the
+/// consumer read is in the lake, and committed when the broker could be reached, before this.
+fn close(consumer: BaseConsumer<Ctx>) {
+    let (done, closed) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("silt-kafka-close".into())
+        .spawn(move || {
+            drop(consumer);
+            let _ = done.send(());
+        });
+    if spawned.is_ok() && closed.recv_timeout(CLOSE_WAIT).is_err() {
+        tracing::warn!(
+            "kafka: the consumer did not leave its group within {CLOSE_WAIT:?} (is the broker \
+             reachable?); stopping without it (the broker ends its session when it times out)"
+        );
+    }
 }

@@ -850,6 +850,41 @@ fn broker_away_longer_than_the_session() {
     );
 }
 
+/// SIGTERM while the broker is down: the server still stops, promptly, with every record it
+/// consumed in the lake. It cannot commit or leave its group; the lake holds its positions, so
+/// a restart reads on from there. (rdkafka's drop of the consumer waited for librdkafka to leave
+/// the group without a bound: 43 s in most runs, more than a minute in some.)
+#[test]
+fn stops_while_the_broker_is_down() {
+    let _g = lock();
+    let Some((broker, py)) = setup() else { return };
+    let t = topic("down", 3);
+    let group = format!("rs-{t}");
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let log = d.path().join("serve.log");
+    let n = 20_000u64;
+    client(&py, &["produce-ids", &broker, &t, "0", &n.to_string()]);
+    let m = member_env(
+        &lake,
+        "r",
+        (&broker, &t, &group),
+        &log,
+        &["--http", "none", "--flush-age", "1s"],
+        &[("SILT_LOG", "warn,silt_serve::kafka=info")],
+    );
+    assert_eq!(wait_rows(&lake, "app.ids", n, 60).0, n);
+    kafka_sh(&["stop"]).expect("stop the broker");
+    let t0 = Instant::now();
+    stop(m, &log);
+    let took = t0.elapsed();
+    let back = kafka_sh(&["start"]).expect("start the broker again");
+    assert_eq!(back.lines().last(), Some(broker.as_str()), "same address");
+    assert_eq!(counts(&lake, "app.ids"), (n, n));
+    // A bound on a hang, not a speed target: the consumer's close waits at most 5 s.
+    assert!(took < Duration::from_secs(30), "stopped in {took:?}");
+}
+
 /// A member consumes 20,000 records, the broker stops for 12 s and starts again, 20,000 more
 /// arrive: every record is in the lake once. The member logs librdkafka's account of its group
 /// and connections (debug), which a failure prints.
