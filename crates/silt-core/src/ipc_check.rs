@@ -96,14 +96,22 @@ pub fn check_buffers(
 /// damaged one may point past the metadata, and must mean here what it means there). Metadata
 /// that does not parse passes: arrow-ipc says itself what is wrong with it.
 pub fn check_block(block: &[u8], meta_len: usize) -> Result<(), String> {
-    let fb = match block.get(..4) {
-        Some([0xff, 0xff, 0xff, 0xff]) => block.get(8..),
-        Some(_) => block.get(4..),
-        None => None,
-    };
-    match (fb.map(arrow::ipc::root_as_message), block.get(meta_len..)) {
+    match (
+        flatbuffer(block).map(arrow::ipc::root_as_message),
+        block.get(meta_len..),
+    ) {
         (Some(Ok(m)), Some(body)) => check_body(&m, body),
         _ => Ok(()),
+    }
+}
+
+/// The bytes from an encapsulated message's flatbuffer on: after the 0xFFFFFFFF continuation
+/// marker and the length, or after the length alone (the format before Arrow 0.15), as arrow-ipc
+/// reads them. `None` when there are not enough bytes.
+pub fn flatbuffer(encapsulated: &[u8]) -> Option<&[u8]> {
+    match encapsulated.get(..4)? {
+        [0xff, 0xff, 0xff, 0xff] => encapsulated.get(8..),
+        _ => encapsulated.get(4..),
     }
 }
 

@@ -212,10 +212,7 @@ impl<R: Read + Seek> Reader<R> {
             let mut meta = vec![0u8; meta_len as usize];
             r.read_exact(&mut meta)?;
             // At least 8 bytes: `open` checked.
-            let fb = match &meta[..4] {
-                [0xff, 0xff, 0xff, 0xff] => &meta[8..],
-                _ => &meta[4..],
-            };
+            let fb = silt_core::ipc_check::flatbuffer(&meta).unwrap_or_default();
             let m = arrow::ipc::root_as_message(fb)
                 .map_err(|e| damaged(format!("its metadata does not parse ({e})")))?;
             let body_at = b.offset() as u64 + meta_len;
