@@ -444,12 +444,17 @@ pub fn recover_if_idle(root: &Path, grace: Duration) -> anyhow::Result<Option<Re
 /// Test hook: `SILT_FAILPOINT=<name>` makes the process abort (as a SIGKILL would stop it) when it
 /// reaches the named point, so tests can crash a maintenance command at each of its steps.
 pub fn failpoint(name: &str) {
-    if let Some(v) = std::env::var_os("SILT_FAILPOINT") {
-        if v.to_str() == Some(name) {
-            eprintln!("silt: failpoint {name} reached, aborting");
-            std::process::abort();
-        }
+    if failpoint_set(name) {
+        eprintln!("silt: failpoint {name} reached, aborting");
+        std::process::abort();
     }
+}
+
+/// Test hook: true when `SILT_FAILPOINT=<name>`, where the caller then fails the I/O the point
+/// stands for, every time, as a full or failing disk would (a test of how a run copes with an
+/// error that persists).
+pub fn failpoint_set(name: &str) -> bool {
+    std::env::var_os("SILT_FAILPOINT").is_some_and(|v| v.to_str() == Some(name))
 }
 
 #[cfg(test)]

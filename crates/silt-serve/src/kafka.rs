@@ -226,6 +226,9 @@ struct State {
     splices: hashbrown::HashMap<String, Splice>,
     stats: Arc<KafkaStats>,
     rt: tokio::runtime::Handle,
+    /// True once the server is stopping: a log that refuses entries then no longer holds the
+    /// consumer (see [`State::log_gathered`]).
+    stopping: tokio::sync::watch::Receiver<bool>,
     quiet: Quiet,
     inner: Mutex<Inner>,
 }
@@ -518,7 +521,10 @@ impl State {
         }
     }
 
-    /// Logs what a partition gathered.
+    /// Logs what a partition gathered, retrying while the log refuses it. Once the server is
+    /// stopping, a refusal gives up instead, so that a log that stays broken cannot hold the stop:
+    /// the lake then records no offset past what was logged before, and the next start reads these
+    /// messages again.
     fn log_gathered(&self, k: &(String, i32), g: Gathered) {
         if let Some(e) = self
             .stats
@@ -560,6 +566,14 @@ impl State {
                     return;
                 }
                 Ok(crate::wal::Appended::Duplicate | crate::wal::Appended::Conflict) => return,
+                Err(e) if *self.stopping.borrow() => {
+                    tracing::error!(
+                        "kafka: {e:#}; stopping without logging {} (read again at the next \
+start)",
+                        entry.source
+                    );
+                    return;
+                }
                 Err(e) => {
                     if self.quiet.fresh("append") {
                         tracing::error!("kafka: {e:#}; retrying");
@@ -754,6 +768,7 @@ pub fn start(
         splices,
         stats: stats.clone(),
         rt,
+        stopping: stopping.clone(),
         quiet: Quiet::default(),
         inner: Mutex::new(Inner::default()),
         spec: spec.clone(),

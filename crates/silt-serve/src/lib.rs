@@ -990,13 +990,21 @@ impl Server {
         // half-sent (a request whose body never comes, a bare TCP connection to the Flight
         // port) would hold the stop forever, and with it the flush: past the grace, what is
         // left is closed as a crash would close it (nothing unacknowledged was promised).
+        // The source threads (`--tail`, `--kafka`) are `spawn_blocking` tasks, which an abort
+        // does not stop: one held by its I/O (a hung network mount) is left behind after a
+        // further ABORT_WAIT rather than waited for without end. What it had not logged was not
+        // acknowledged, and its position says so.
+        const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        let mut left = 0;
+        let (mut left, mut stuck) = (0, 0);
         for mut t in self.tasks.drain(..) {
             if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
                 t.abort();
-                let _ = t.await;
-                left += 1;
+                if tokio::time::timeout(ABORT_WAIT, t).await.is_err() {
+                    stuck += 1;
+                } else {
+                    left += 1;
+                }
             }
         }
         if left > 0 {
@@ -1004,6 +1012,13 @@ impl Server {
                 "stopping: {left} listener(s) still had connections open {}s after the stop; \
 closed them",
                 STOP_GRACE.as_secs()
+            );
+        }
+        if stuck > 0 {
+            tracing::warn!(
+                "stopping: {stuck} source thread(s) (--tail, --kafka) did not stop within {}s; \
+going on without them (what they had not logged is read again at the next start)",
+                (STOP_GRACE + ABORT_WAIT).as_secs()
             );
         }
         let ingest = self.ingest.take();

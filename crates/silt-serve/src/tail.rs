@@ -167,7 +167,7 @@ pub fn start(
                 checkpoints.into_iter().map(|c| (c.id.clone(), c)).collect();
             let mut streams: HashMap<FileId, StreamState> = HashMap::new();
             let mut saved_at = Instant::now();
-            while !*stopping.borrow() {
+            'run: while !*stopping.borrow() {
                 let events = tailer.poll();
                 let idle = events.is_empty();
                 for ev in events {
@@ -220,15 +220,10 @@ pub fn start(
                                 body,
                                 kafka: None,
                             };
-                            // Retried until durable: the lines are not read again otherwise.
-                            loop {
-                                match rt.block_on(shared.wal.append(entry.clone())) {
-                                    Ok(_) => break,
-                                    Err(e) => {
-                                        tracing::error!("tail {}: {e:#}; retrying", path.display());
-                                        std::thread::sleep(Duration::from_millis(500));
-                                    }
-                                }
+                            if !log_entry(&rt, &shared, &entry, start, &stopping) {
+                                // Nothing after these lines may be logged either: the saved
+                                // position must stay at the last line that was.
+                                break 'run;
                             }
                             positions.insert(
                                 id.clone(),
@@ -259,6 +254,36 @@ pub fn start(
             save(&serve_dir, &positions);
         })?;
     Ok(handle)
+}
+
+/// Logs `entry` and waits until it is durable, retrying while the log refuses it (a full disk, a
+/// failing fsync): the lines are not read again otherwise. Once the server is stopping, a refusal
+/// gives up instead (false), so that a log that stays broken cannot hold the stop: the lines were
+/// never acknowledged, their position is not saved, and the next start reads them again.
+fn log_entry(
+    rt: &tokio::runtime::Handle,
+    shared: &Shared,
+    entry: &Entry,
+    start: u64,
+    stopping: &tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    loop {
+        match rt.block_on(shared.wal.append(entry.clone())) {
+            Ok(_) => return true,
+            Err(e) if *stopping.borrow() => {
+                tracing::error!(
+                    "tail {}: {e:#}; stopping without logging its bytes from {start} on (they are \
+read again at the next start)",
+                    entry.source
+                );
+                return false;
+            }
+            Err(e) => {
+                tracing::error!("tail {}: {e:#}; retrying", entry.source);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
 }
 
 /// The `#` lines at the start of `lines` (a Zeek TSV header block).

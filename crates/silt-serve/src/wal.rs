@@ -704,6 +704,9 @@ impl Writer {
         if self.size > 0 && self.size + buf.len() as u64 > SEGMENT_BYTES {
             self.roll()?;
         }
+        if silt_lake::replace::failpoint_set("wal-write") {
+            anyhow::bail!("cannot write the log: failpoint wal-write");
+        }
         self.file.write_all(buf).context("cannot write the log")?;
         self.file.sync_data().context("cannot fsync the log")?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);

@@ -317,3 +317,105 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     let (files, parts) = count_parquet(&lake.join("app.events"));
     assert!(files <= 1 + parts, "{files} files in {parts} partition(s)");
 }
+
+/// `n` Suricata DNS events from id `from` on, one per line.
+fn eve_lines(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\":\"2024-03-24T17:{:02}:{:02}.000000+0000\",\"event_type\":\"dns\",\
+\"flow_id\":{i},\"src_ip\":\"10.0.0.1\",\"dest_ip\":\"10.0.0.2\",\"proto\":\"UDP\"}}\n",
+                (i / 60) % 60,
+                i % 60
+            )
+        })
+        .collect()
+}
+
+/// A write-ahead log that refuses every write (`SILT_FAILPOINT=wal-write`, as a full or failing
+/// disk would) holds neither the tail nor the stop: SIGTERM ends the server within bounds and
+/// says what it did not log, the tail position stays where the log left it, and the next start,
+/// with a log that works, reads every line exactly once. (Before, the tail retried the append
+/// without end, and the server's stop waited for it without end.)
+#[test]
+fn a_log_that_refuses_writes_does_not_hold_a_tailing_server_at_stop() {
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let logs = d.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let eve = logs.join("eve.json");
+    std::fs::write(&eve, eve_lines(0, 300)).unwrap();
+    let tail = format!("suricata:{}/*.json", logs.display());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let env = [("SILT_FAILPOINT".to_string(), "wal-write".to_string())];
+    let (mut server, _) = common::serve_in(&env, &lake, &["--tail", &tail], Some(tx));
+    let mut seen = Vec::new();
+    let wait_for = |seen: &mut Vec<String>, what: &str, within: Duration| {
+        let deadline = Instant::now() + within;
+        while !seen.iter().any(|l| l.contains(what)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => seen.push(l),
+                Err(_) => panic!(
+                    "no {what:?} within {within:?}; the server said:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+    };
+    wait_for(
+        &mut seen,
+        "failpoint wal-write; retrying",
+        Duration::from_secs(30),
+    );
+    common::signal(&server, "-TERM");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            panic!("silt serve did not stop within 30 s of SIGTERM with its log refusing writes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_for(
+        &mut seen,
+        "stopping without logging its bytes from 0 on",
+        Duration::from_secs(5),
+    );
+    eprintln!("stopped in {:?} ({status})", t0.elapsed());
+    assert!(
+        !common::parquet_files(&lake)
+            .iter()
+            .any(|p| p.to_string_lossy().contains("suricata.dns")),
+        "nothing was logged, so nothing may be in the lake"
+    );
+
+    // A log that works: every line once, those written while the server was down included.
+    std::fs::write(&eve, eve_lines(0, 400)).unwrap();
+    let (mut server, addr) = start(&lake, &["--tail", &tail]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let sql = "SELECT count(*) AS n, count(DISTINCT flow_id) AS d FROM suricata.dns";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut r = agent
+            .post(&format!("{addr}/v1/query?format=csv"))
+            .send(sql)
+            .unwrap();
+        let text = r.body_mut().read_to_string().unwrap();
+        if text.lines().nth(1) == Some("400,400") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lake did not reach 400 events: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::terminate(&mut server);
+    assert_eq!(common::query_csv(&lake, sql), "n,d\n400,400\n");
+}
