@@ -151,7 +151,18 @@ pub struct IngestStats {
     pub kafka_meta_unnumbered: AtomicU64,
     /// Memory handed back to the kernel after flushes ([`crate::memory`]).
     pub trim: crate::memory::TrimStats,
+    /// When the server began to stop ([`crate::Server::shutdown`]): a flush still failing
+    /// [`STOP_FLUSH_RETRY`] after that is given up.
+    pub stop_began: std::sync::OnceLock<Instant>,
+    /// A flush was given up at the stop ([`STOP_FLUSH_RETRY`]).
+    pub flush_given_up: std::sync::atomic::AtomicBool,
 }
+
+/// How long a stopping server goes on retrying a flush that fails (a full disk, an object store
+/// that does not answer). Past it the flush is given up rather than hold the stop without end:
+/// its events stay in the write-ahead log (Kafka's in Kafka, the lake's positions not moved), are
+/// written at the next start, and the stop says so with an error.
+pub const STOP_FLUSH_RETRY: Duration = Duration::from_secs(10);
 
 impl IngestStats {
     /// Seals the generation that holds log record `seq` (or the next one, if it is not decoded
@@ -688,9 +699,28 @@ fn flush_loop(
                     failed = true;
                     stats.flush_failures.fetch_add(1, Ordering::Relaxed);
                     let msg = format!("flush of log records up to {} failed: {e:#}", gen.upto);
+                    if let Some(began) = stats.stop_began.get() {
+                        if began.elapsed() >= STOP_FLUSH_RETRY {
+                            tracing::error!(
+                                "{msg}; stopping without it: its events stay in the log and are \
+written to the lake when the server starts again"
+                            );
+                            stats.flush_given_up.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        delay = delay.min(Duration::from_secs(1));
+                    }
                     tracing::error!("{msg}; retrying in {delay:?} (the rows stay in the log)");
                     *stats.last_error.lock().expect("not poisoned") = Some(msg);
-                    std::thread::sleep(delay);
+                    // In steps, so that a stop cuts a long backoff short.
+                    let wake = Instant::now() + delay;
+                    let slept = Instant::now();
+                    while Instant::now() < wake
+                        && (stats.stop_began.get().is_none()
+                            || slept.elapsed() < Duration::from_secs(1))
+                    {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
                     delay = (delay * 2).min(Duration::from_secs(30));
                 }
             }
@@ -719,6 +749,9 @@ fn flush(
     // Held from before the first file appears: a re-listing of the lake (maintenance) then never
     // sees this flush's files while its rows are still in memory.
     let update = live.begin_update();
+    if silt_lake::replace::failpoint_set("serve-flush") {
+        anyhow::bail!("failpoint serve-flush");
+    }
     let files = match target {
         Target::Dir(log) => {
             if recover {

@@ -975,6 +975,7 @@ impl Server {
     /// Drains and stops: the listeners stop taking work and finish what they have, then every
     /// logged event is decoded and flushed to the lake.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        let _ = self.shared.ingest.stop_began.set(std::time::Instant::now());
         let _ = self.stop.send(true);
         if let Some((tx, h)) = self.maintain.take() {
             // A compaction in progress stops after its current group. Closing the channel, not
@@ -1022,6 +1023,7 @@ going on without them (what they had not logged is read again at the next start)
             );
         }
         let ingest = self.ingest.take();
+        let stats = self.shared.ingest.clone();
         // The log takes no more appends (a connection task the abort did not reach may still
         // hold `shared`), so the writer ends and the ingest thread seals and flushes.
         self.shared.wal.close();
@@ -1031,6 +1033,15 @@ going on without them (what they had not logged is read again at the next start)
                 .await?
                 .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
         }
+        use std::sync::atomic::Ordering;
+        anyhow::ensure!(
+            !stats.flush_given_up.load(Ordering::Relaxed),
+            "stopped without writing every event to the lake: its flush still failed {}s after the \
+stop (the errors above say why); the events after log record {} stay in the write-ahead log \
+(Kafka's records in Kafka) and are written when the server starts again",
+            crate::ingest::STOP_FLUSH_RETRY.as_secs(),
+            stats.flushed_seq.load(Ordering::Relaxed)
+        );
         Ok(())
     }
 }

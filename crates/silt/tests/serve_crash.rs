@@ -419,3 +419,83 @@ fn a_log_that_refuses_writes_does_not_hold_a_tailing_server_at_stop() {
     common::terminate(&mut server);
     assert_eq!(common::query_csv(&lake, sql), "n,d\n400,400\n");
 }
+
+/// A lake that refuses every flush (`SILT_FAILPOINT=serve-flush`, as a full disk would) does not
+/// hold the stop either: SIGTERM gives the flush `STOP_FLUSH_RETRY` (10 s) more, then ends the
+/// server with an error that says the events stay in the log; the next start writes every
+/// acknowledged event once. (Before, the flush was retried without end and SIGTERM never
+/// returned.)
+#[test]
+fn a_lake_that_refuses_flushes_does_not_hold_the_stop() {
+    let d = tempfile::tempdir().unwrap();
+    let lake = d.path().join("lake");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let env = [("SILT_FAILPOINT".to_string(), "serve-flush".to_string())];
+    let (mut server, addr) = common::serve_in(&env, &lake, &["--flush-age", "150ms"], Some(tx));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for b in 0..4 {
+        let r = agent
+            .post(&format!("{addr}/v1/ingest/app.events"))
+            .header("Content-Type", "application/x-ndjson")
+            .send(&batch_body(b)[..])
+            .unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            200,
+            "the log works: events are acknowledged"
+        );
+    }
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str, within: Duration| {
+        let deadline = Instant::now() + within;
+        while !seen.iter().any(|l: &String| l.contains(what)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => seen.push(l),
+                Err(_) => panic!(
+                    "no {what:?} within {within:?}; the server said:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+    };
+    wait_for("failpoint serve-flush; retrying", Duration::from_secs(30));
+    common::signal(&server, "-TERM");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "silt serve did not stop within 60 s of SIGTERM with its flushes failing"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("stopped in {:?} ({status})", t0.elapsed());
+    assert!(
+        !status.success(),
+        "a stop that left events out of the lake must say so"
+    );
+    wait_for(
+        "stopped without writing every event to the lake",
+        Duration::from_secs(5),
+    );
+    assert!(common::parquet_files(&lake.join("app.events")).is_empty());
+
+    let (mut server, addr) = start(&lake, &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while counts(&agent, &addr) != Ok((4 * BATCH as u64, 4 * BATCH as u64)) {
+        assert!(Instant::now() < deadline, "{:?}", counts(&agent, &addr));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::terminate(&mut server);
+    let sql = "SELECT count(*) AS n, count(DISTINCT id) AS d FROM app.events";
+    assert_eq!(
+        common::query_csv(&lake, sql),
+        format!("n,d\n{0},{0}\n", 4 * BATCH)
+    );
+}
