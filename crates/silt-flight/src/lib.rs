@@ -50,8 +50,56 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 pub use auth::TokenCheck;
 pub use service::FlightSqlServer;
 
-/// The query engine behind the server. Every error is a message meant for the client; the
-/// server sends it back as `invalid_argument`.
+/// An error of the engine's: a message meant for the client, and whose fault it is, which
+/// picks the gRPC status the server answers (as `silt serve`'s HTTP API picks its status code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// Whose fault an [`EngineError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request's (bad SQL, an unknown table, a refused write): `INVALID_ARGUMENT`
+    /// (HTTP 400).
+    Request,
+    /// Data the server cannot read (a damaged lake file): `DATA_LOSS` (HTTP 500). The query
+    /// was fine; sending it again gives the same error until the file is dealt with.
+    Damaged,
+    /// The query ran longer than the server allows: `DEADLINE_EXCEEDED` (HTTP 408).
+    Timeout,
+    /// The server runs as many queries as it allows: `RESOURCE_EXHAUSTED` (HTTP 429); a retry
+    /// may succeed.
+    Busy,
+    /// Anything else of the server's: `INTERNAL` (HTTP 500).
+    Internal,
+}
+
+impl EngineError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// A bare message is the request's fault (the common case: the engine refused the SQL).
+impl From<String> for EngineError {
+    fn from(message: String) -> Self {
+        Self::new(ErrorKind::Request, message)
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The query engine behind the server. Every error is an [`EngineError`]: a message for the
+/// client, sent back with the status its kind says.
 #[async_trait::async_trait]
 pub trait QueryEngine: Send + Sync + 'static {
     /// Plans `sql` with `params` bound to its placeholders (one row, a column per parameter)
@@ -61,10 +109,10 @@ pub trait QueryEngine: Send + Sync + 'static {
         &self,
         sql: &str,
         params: Option<&RecordBatch>,
-    ) -> Result<SchemaRef, String>;
+    ) -> Result<SchemaRef, EngineError>;
     /// What a prepared statement of `sql` answers: its result's schema and its parameters' (a
     /// field per placeholder, in order). The default: no parameters.
-    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), String> {
+    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), EngineError> {
         Ok((
             self.plan_schema(sql, None).await?,
             Arc::new(arrow::datatypes::Schema::empty()),
@@ -75,9 +123,9 @@ pub trait QueryEngine: Send + Sync + 'static {
         &self,
         sql: &str,
         params: Option<&RecordBatch>,
-    ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String>;
+    ) -> Result<BoxStream<'static, Result<RecordBatch, EngineError>>, EngineError>;
     /// Tables as (catalog, schema, table, arrow schema) for GetCatalogs/GetDbSchemas/GetTables.
-    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String>;
+    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, EngineError>;
 }
 
 /// How the server runs. Its `Debug` does not show the token.

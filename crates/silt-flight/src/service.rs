@@ -18,7 +18,9 @@
 //!   XDBC type info and DoExchange (`unimplemented`).
 //!
 //! Engine errors, whether from planning, from starting a query or in the middle of its
-//! stream, reach the client as `invalid_argument` with the engine's message.
+//! stream, reach the client with the engine's message and the status of its kind
+//! ([`crate::ErrorKind`]: `invalid_argument` for the request's fault, `data_loss` for a damaged
+//! file, `deadline_exceeded`, `resource_exhausted`, `internal`).
 //!
 //! Touches nothing but the engine.
 
@@ -57,7 +59,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::auth::{TokenCheck, AUTHORIZATION};
 use crate::metadata::{self, TableEntry};
-use crate::{handle, FlightConfig, QueryEngine};
+use crate::{handle, EngineError, ErrorKind, FlightConfig, QueryEngine};
 
 /// Parameter values a client sends (DoPut), decoded: a panic of arrow-ipc's on a damaged
 /// message is an error (a malformed schema panics rather than fails), and so the end of the
@@ -198,9 +200,15 @@ impl FlightSqlServer {
     }
 }
 
-/// An engine error for the client.
-fn engine_error(message: String) -> Status {
-    Status::invalid_argument(message)
+/// An engine error for the client, with the status of its kind.
+fn engine_error(e: EngineError) -> Status {
+    match e.kind {
+        ErrorKind::Request => Status::invalid_argument(e.message),
+        ErrorKind::Damaged => Status::data_loss(e.message),
+        ErrorKind::Timeout => Status::deadline_exceeded(e.message),
+        ErrorKind::Busy => Status::resource_exhausted(e.message),
+        ErrorKind::Internal => Status::internal(e.message),
+    }
 }
 
 /// A metadata builder's error (a bug, not the client's).

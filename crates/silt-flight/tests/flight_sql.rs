@@ -315,8 +315,16 @@ async fn errors_and_refusals() {
         Ok(stream) => stream.try_collect::<Vec<_>>().await.unwrap_err(),
     };
     let (code, msg) = status(&err);
-    assert_eq!(code, Code::InvalidArgument);
+    // A damaged file is the server's fault, not the query's (HTTP: 500).
+    assert_eq!(code, Code::DataLoss);
     assert!(msg.contains("part-0001.parquet"), "{msg}");
+
+    // Too many queries at once: a retry may succeed (HTTP: 429).
+    let info = c.execute("SELECT * FROM busy".into(), None).await.unwrap();
+    let ticket = info.endpoint[0].ticket.clone().unwrap();
+    let (code, msg) = status(&c.do_get(ticket).await.map(|_| ()).unwrap_err());
+    assert_eq!(code, Code::ResourceExhausted);
+    assert!(msg.contains("running already"), "{msg}");
 
     // An error in the middle of the stream arrives after the data before it.
     let info = c

@@ -10,19 +10,23 @@ use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 
+use silt_flight::{EngineError, ErrorKind};
+
 use crate::Shared;
 
 /// See the module documentation.
 pub struct Engine(pub Arc<Shared>);
 
 impl Engine {
-    fn session(&self) -> Result<silt_query::SiltSession, String> {
+    fn session(&self) -> Result<silt_query::SiltSession, EngineError> {
         Ok(self.pinned()?.0)
     }
 
     /// The session and the pin to hold while its results stream (see `Shared::session`).
-    fn pinned(&self) -> Result<(silt_query::SiltSession, Arc<()>), String> {
-        self.0.session().map_err(|e| format!("{e:#}"))
+    fn pinned(&self) -> Result<(silt_query::SiltSession, Arc<()>), EngineError> {
+        self.0
+            .session()
+            .map_err(|e| EngineError::new(ErrorKind::Internal, format!("{e:#}")))
     }
 }
 
@@ -32,19 +36,15 @@ impl silt_flight::QueryEngine for Engine {
         &self,
         sql: &str,
         params: Option<&RecordBatch>,
-    ) -> Result<SchemaRef, String> {
+    ) -> Result<SchemaRef, EngineError> {
         self.session()?
             .schema_of(sql, params)
             .await
-            .map_err(|e| format!("{e:#}"))
+            .map_err(query_error)
     }
 
-    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), String> {
-        let (schema, params) = self
-            .session()?
-            .prepare(sql)
-            .await
-            .map_err(|e| format!("{e:#}"))?;
+    async fn prepare(&self, sql: &str) -> Result<(SchemaRef, SchemaRef), EngineError> {
+        let (schema, params) = self.session()?.prepare(sql).await.map_err(query_error)?;
         Ok((schema, Arc::new(arrow::datatypes::Schema::new(params))))
     }
 
@@ -52,16 +52,24 @@ impl silt_flight::QueryEngine for Engine {
         &self,
         sql: &str,
         params: Option<&RecordBatch>,
-    ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
-        let slot = self.0.query_slot()?;
+    ) -> Result<BoxStream<'static, Result<RecordBatch, EngineError>>, EngineError> {
+        let slot = self
+            .0
+            .query_slot()
+            .map_err(|e| EngineError::new(ErrorKind::Busy, e))?;
         let (session, pin) = self.pinned()?;
         let limit = self.0.cfg.query_timeout;
         let deadline = tokio::time::Instant::now() + limit;
-        let late = move || format!("the query ran longer than {limit:?} (--query-timeout)");
+        let late = move || {
+            EngineError::new(
+                ErrorKind::Timeout,
+                format!("the query ran longer than {limit:?} (--query-timeout)"),
+            )
+        };
         let (_, stream) = tokio::time::timeout_at(deadline, session.query_stream(sql, params))
             .await
             .map_err(|_| late())?
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(query_error)?;
         // The stream reads files as it goes: it holds the pin until it is dropped. Past
         // --query-timeout, as over HTTP, the query stops (its stream is dropped) with an error.
         let stream = stream.map(move |b| {
@@ -82,10 +90,10 @@ impl silt_flight::QueryEngine for Engine {
                             silt_query::damage::explain_damage(e, &root, &sql, budget)
                         })
                         .await
-                        .map_err(|j| format!("{j}"))?;
-                        Err(format!("{e:#}"))
+                        .map_err(|j| EngineError::new(ErrorKind::Internal, format!("{j}")))?;
+                        Err(EngineError::new(ErrorKind::Damaged, format!("{e:#}")))
                     }
-                    Err(e) => Err(format!("{e:#}")),
+                    Err(e) => Err(query_error(e)),
                 }
             }
         });
@@ -105,7 +113,7 @@ impl silt_flight::QueryEngine for Engine {
         )
     }
 
-    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String> {
+    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, EngineError> {
         let s = self.session()?;
         let mut out = Vec::new();
         for t in s.tables() {
@@ -118,7 +126,7 @@ impl silt_flight::QueryEngine for Engine {
                     t.name(),
                 ))
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| EngineError::new(ErrorKind::Internal, e.to_string()))?
                 .schema();
             out.push((
                 "datafusion".to_string(),
@@ -129,4 +137,15 @@ impl silt_flight::QueryEngine for Engine {
         }
         Ok(out)
     }
+}
+
+/// A query's error: a damaged file's is the server's (`DATA_LOSS`, HTTP 500), any other the
+/// request's, as `/v1/query` decides.
+fn query_error(e: anyhow::Error) -> EngineError {
+    let kind = if silt_query::damage::decode_failure(&e) {
+        ErrorKind::Damaged
+    } else {
+        ErrorKind::Request
+    };
+    EngineError::new(kind, format!("{e:#}"))
 }

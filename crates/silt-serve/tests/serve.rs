@@ -358,7 +358,7 @@ async fn a_token_is_required_when_configured() {
 }
 
 /// With `--max-queries 1` and one query running, the next gets 429 with `Retry-After` and says
-/// why; once the first finishes, queries run again.
+/// why (over Flight SQL, RESOURCE_EXHAUSTED); once the first finishes, queries run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_beyond_max_queries_are_refused_with_429() {
     let d = tempfile::tempdir().unwrap();
@@ -387,6 +387,16 @@ async fn queries_beyond_max_queries_are_refused_with_429() {
     })
     .await
     .unwrap();
+    // Flight SQL takes the same slots: refused the same way, with RESOURCE_EXHAUSTED's kind.
+    {
+        use silt_flight::QueryEngine;
+        let engine = silt_serve::flight::Engine(server.shared.clone());
+        let Err(e) = engine.execute("SELECT 1 AS one", None).await else {
+            panic!("a Flight SQL query ran beyond --max-queries");
+        };
+        assert_eq!(e.kind, silt_flight::ErrorKind::Busy, "{e}");
+        assert!(e.message.contains("--max-queries 1"), "{e}");
+    }
     drop(running);
     tokio::task::spawn_blocking(move || {
         assert_eq!(query(addr, "SELECT 1 AS one")[0]["one"], 1);

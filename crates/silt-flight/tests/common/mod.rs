@@ -29,7 +29,7 @@ use arrow::buffer::NullBuffer;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use futures::stream::{self, BoxStream, StreamExt};
-use silt_flight::{FlightConfig, QueryEngine};
+use silt_flight::{EngineError, ErrorKind, FlightConfig, QueryEngine};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -125,6 +125,7 @@ enum Query {
     Big,
     Broken,
     Failing,
+    Busy,
 }
 
 fn parse(sql: &str) -> Result<Query, String> {
@@ -140,6 +141,7 @@ fn parse(sql: &str) -> Result<Query, String> {
         "select * from big" => Ok(Query::Big),
         "select * from broken" => Ok(Query::Broken),
         "select * from failing" => Ok(Query::Failing),
+        "select * from busy" => Ok(Query::Busy),
         _ => Err(format!("table not found in: {sql}")),
     }
 }
@@ -150,7 +152,7 @@ impl QueryEngine for StubEngine {
         &self,
         sql: &str,
         _params: Option<&RecordBatch>,
-    ) -> Result<SchemaRef, String> {
+    ) -> Result<SchemaRef, EngineError> {
         Ok(match parse(sql)? {
             Query::Big => big_schema(),
             _ => events_schema(),
@@ -161,14 +163,15 @@ impl QueryEngine for StubEngine {
         &self,
         sql: &str,
         _params: Option<&RecordBatch>,
-    ) -> Result<BoxStream<'static, Result<RecordBatch, String>>, String> {
+    ) -> Result<BoxStream<'static, Result<RecordBatch, EngineError>>, EngineError> {
         Ok(match parse(sql)? {
             Query::Events => stream::iter(events_batches().into_iter().map(Ok)).boxed(),
             // An engine's stream need not be fused: this one panics when polled after its end
             // (as a `stream::unfold` does), which the server must not do.
-            Query::Empty => {
-                stream::unfold((), |()| async { None::<(Result<RecordBatch, String>, ())> }).boxed()
-            }
+            Query::Empty => stream::unfold((), |()| async {
+                None::<(Result<RecordBatch, EngineError>, ())>
+            })
+            .boxed(),
             Query::Big => {
                 let made = self.big_made.clone();
                 stream::iter(0..BIG_BATCHES)
@@ -182,16 +185,24 @@ impl QueryEngine for StubEngine {
             }
             Query::Broken => stream::iter(vec![
                 Ok(events_batches().remove(0)),
-                Err("division by zero in row 3".to_string()),
+                Err("division by zero in row 3".to_string().into()),
             ])
             .boxed(),
-            Query::Failing => {
-                stream::iter(vec![Err("cannot read part-0001.parquet".into())]).boxed()
+            Query::Failing => stream::iter(vec![Err(EngineError::new(
+                ErrorKind::Damaged,
+                "cannot read part-0001.parquet: it is damaged",
+            ))])
+            .boxed(),
+            Query::Busy => {
+                return Err(EngineError::new(
+                    ErrorKind::Busy,
+                    "4 queries are running already",
+                ))
             }
         })
     }
 
-    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, String> {
+    async fn tables(&self) -> Result<Vec<(String, String, String, SchemaRef)>, EngineError> {
         let t = |schema: &str, table: &str, s: SchemaRef| {
             ("silt".to_string(), schema.to_string(), table.to_string(), s)
         };
