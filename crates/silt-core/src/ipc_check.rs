@@ -115,6 +115,56 @@ pub fn flatbuffer(encapsulated: &[u8]) -> Option<&[u8]> {
     }
 }
 
+/// Whether every message of the Arrow IPC stream `b` lies within `b`, with the lengths its
+/// prefixes and headers give, and passes [`check_body`]. For a stream held whole from someone
+/// silt does not trust (a Flight SQL client's bound values, a server's answer to `silt query
+/// --server`): arrow-ipc's `StreamReader` reserves a message's body at the length its header
+/// says before it reads it, and a compressed buffer's at the length its prefix says.
+pub fn check_stream(mut b: &[u8]) -> Result<(), String> {
+    let word = |b: &[u8]| {
+        b.get(..4)
+            .map(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
+    };
+    let whole = b.len();
+    loop {
+        let at = whole - b.len();
+        if b.is_empty() {
+            return Ok(());
+        }
+        let mut len = word(b).ok_or(format!("a message's length is cut off at byte {at}"))?;
+        b = &b[4..];
+        // The continuation marker of the current format, then the length.
+        if len == -1 {
+            len = word(b).ok_or(format!("a message's length is cut off at byte {at}"))?;
+            b = &b[4..];
+        }
+        // End of stream.
+        if len == 0 {
+            return Ok(());
+        }
+        let meta = usize::try_from(len)
+            .ok()
+            .and_then(|l| b.get(..l))
+            .ok_or(format!(
+                "the message at byte {at} says its header takes {len} bytes; {} are left",
+                b.len()
+            ))?;
+        let message = arrow::ipc::root_as_message(meta)
+            .map_err(|e| format!("the message header at byte {at} does not parse: {e}"))?;
+        b = &b[meta.len()..];
+        let body = usize::try_from(message.bodyLength())
+            .ok()
+            .filter(|&n| n <= b.len())
+            .ok_or(format!(
+                "the message at byte {at} says its body takes {} bytes; {} are left",
+                message.bodyLength(),
+                b.len()
+            ))?;
+        check_body(&message, &b[..body])?;
+        b = &b[body..];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

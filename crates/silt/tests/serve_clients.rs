@@ -828,3 +828,111 @@ except Exception as e:
         missing("python with adbc-driver-flightsql (scripts/pyenv.sh)");
     }
 }
+
+/// Answers each connection to `listener` once with `body` (HTTP 200, an Arrow IPC stream), as a
+/// server that is not silt serve, or whose answer was damaged on the way, would.
+fn answer_with(listener: std::net::TcpListener, bodies: Vec<Vec<u8>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    for body in bodies {
+        let (conn, _) = listener.accept().unwrap();
+        let mut r = BufReader::new(conn);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        let mut sql = vec![0; length];
+        r.read_exact(&mut sql).unwrap();
+        let mut conn = r.into_inner();
+        write!(
+            conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.apache.arrow.stream\r\n\
+Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        conn.write_all(&body).unwrap();
+    }
+}
+
+/// `silt query --server` reads the answer of a server it was pointed at: a damaged or forged
+/// answer is an error that says so, never an abort. A zstd-compressed buffer whose length prefix
+/// says 2^40 bytes made arrow-ipc reserve them, and the allocation failure aborted silt (SIGABRT);
+/// a truncated stream and bytes that are not Arrow at all are errors too.
+#[test]
+fn a_damaged_answer_to_query_server_is_an_error_not_an_abort() {
+    use arrow::array::{Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
+    let schema = std::sync::Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![std::sync::Arc::new(Int64Array::from_iter_values(0..5000))],
+    )
+    .unwrap();
+    let opts = IpcWriteOptions::default()
+        .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+        .unwrap();
+    let mut intact = Vec::new();
+    let mut w = StreamWriter::try_new_with_options(&mut intact, &schema, opts).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    drop(w);
+    // The values buffer's prefix: its uncompressed length, 5000 * 8 bytes.
+    let prefix = 40_000u64.to_le_bytes();
+    let at = intact
+        .windows(8)
+        .position(|w| w == prefix)
+        .expect("the compressed buffer's length prefix");
+    let mut forged = intact.clone();
+    forged[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("intact", intact.clone(), ""),
+        ("forged length", forged, "damaged or forged length"),
+        (
+            "truncated",
+            intact[..intact.len() - 100].to_vec(),
+            "not a valid Arrow IPC stream",
+        ),
+        (
+            "not Arrow",
+            b"<html>hello</html>".to_vec(),
+            "not a valid Arrow IPC stream",
+        ),
+    ];
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let bodies = cases.iter().map(|c| c.1.clone()).collect();
+    let server = std::thread::spawn(move || answer_with(listener, bodies));
+    for (what, _, want) in &cases {
+        let o = Command::new(SILT)
+            .args([
+                "query",
+                "--server",
+                &url,
+                "--format",
+                "csv",
+                "SELECT n FROM t",
+            ])
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        if want.is_empty() {
+            assert!(o.status.success(), "{what}: {err}");
+            assert_eq!(out.lines().count(), 5001, "{what}");
+        } else {
+            assert_eq!(o.status.code(), Some(1), "{what}: {}\n{err}", o.status);
+            assert!(err.contains(want) && err.contains(&url), "{what}: {err}");
+        }
+    }
+    server.join().unwrap();
+}

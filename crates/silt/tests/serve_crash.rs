@@ -318,6 +318,51 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     assert!(files <= 1 + parts, "{files} files in {parts} partition(s)");
 }
 
+/// The lines a server writes to its standard error, kept as a test waits for them.
+struct Said {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Said {
+    /// Waits until a line contains `what`, at most `within`.
+    fn wait_for(&mut self, what: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.seen.iter().any(|l| l.contains(what)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!(
+                    "no {what:?} within {within:?}; the server said:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+}
+
+/// Sends SIGTERM to `server` and waits for it to exit, at most `within` (`why`: what was wrong
+/// with its log or lake, for the failure message).
+fn stop_within(
+    server: &mut common::Server,
+    within: Duration,
+    why: &str,
+) -> std::process::ExitStatus {
+    common::signal(server, "-TERM");
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            eprintln!("stopped in {:?} ({s})", t0.elapsed());
+            return s;
+        }
+        assert!(
+            t0.elapsed() < within,
+            "silt serve did not stop within {within:?} of SIGTERM with {why}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `n` Suricata DNS events from id `from` on, one per line.
 fn eve_lines(from: usize, n: usize) -> String {
     (from..from + n)
@@ -349,42 +394,20 @@ fn a_log_that_refuses_writes_does_not_hold_a_tailing_server_at_stop() {
     let (tx, rx) = std::sync::mpsc::channel();
     let env = [("SILT_FAILPOINT".to_string(), "wal-write".to_string())];
     let (mut server, _) = common::serve_in(&env, &lake, &["--tail", &tail], Some(tx));
-    let mut seen = Vec::new();
-    let wait_for = |seen: &mut Vec<String>, what: &str, within: Duration| {
-        let deadline = Instant::now() + within;
-        while !seen.iter().any(|l| l.contains(what)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) => seen.push(l),
-                Err(_) => panic!(
-                    "no {what:?} within {within:?}; the server said:\n{}",
-                    seen.join("\n")
-                ),
-            }
-        }
+    let mut said = Said {
+        rx,
+        seen: Vec::new(),
     };
-    wait_for(
-        &mut seen,
-        "failpoint wal-write; retrying",
+    said.wait_for("failpoint wal-write; retrying", Duration::from_secs(30));
+    stop_within(
+        &mut server,
         Duration::from_secs(30),
+        "its log refusing writes",
     );
-    common::signal(&server, "-TERM");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = server.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            panic!("silt serve did not stop within 30 s of SIGTERM with its log refusing writes");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    wait_for(
-        &mut seen,
+    said.wait_for(
         "stopping without logging its bytes from 0 on",
         Duration::from_secs(5),
     );
-    eprintln!("stopped in {:?} ({status})", t0.elapsed());
     assert!(
         !common::parquet_files(&lake)
             .iter()
@@ -448,39 +471,17 @@ fn a_lake_that_refuses_flushes_does_not_hold_the_stop() {
             "the log works: events are acknowledged"
         );
     }
-    let mut seen = Vec::new();
-    let mut wait_for = |what: &str, within: Duration| {
-        let deadline = Instant::now() + within;
-        while !seen.iter().any(|l: &String| l.contains(what)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) => seen.push(l),
-                Err(_) => panic!(
-                    "no {what:?} within {within:?}; the server said:\n{}",
-                    seen.join("\n")
-                ),
-            }
-        }
+    let mut said = Said {
+        rx,
+        seen: Vec::new(),
     };
-    wait_for("failpoint serve-flush; retrying", Duration::from_secs(30));
-    common::signal(&server, "-TERM");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = server.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "silt serve did not stop within 60 s of SIGTERM with its flushes failing"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    eprintln!("stopped in {:?} ({status})", t0.elapsed());
+    said.wait_for("failpoint serve-flush; retrying", Duration::from_secs(30));
+    let status = stop_within(&mut server, Duration::from_secs(60), "its flushes failing");
     assert!(
         !status.success(),
         "a stop that left events out of the lake must say so"
     );
-    wait_for(
+    said.wait_for(
         "stopped without writing every event to the lake",
         Duration::from_secs(5),
     );

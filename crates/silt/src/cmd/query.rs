@@ -267,10 +267,22 @@ fn remote(a: &QueryArgs, server: &str, format: OutputFormat) -> anyhow::Result<i
             .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
         anyhow::bail!("{base} answered {status}: {msg}");
     }
-    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
-        .context("the server's answer is not an Arrow IPC stream")?;
-    let schema = reader.schema();
-    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    // Checked before arrow-ipc reads it, which would reserve whatever lengths the answer gives
+    // (a damaged or forged 2^40 aborts: an allocation failure is not a panic), and decoded with
+    // arrow-ipc's panics on malformed messages caught.
+    let not_arrow = |why: String| {
+        anyhow::anyhow!(
+            "{base}'s answer is not a valid Arrow IPC stream ({why}); is it silt serve?"
+        )
+    };
+    silt_core::ipc_check::check_stream(&bytes).map_err(not_arrow)?;
+    let (schema, batches) = silt_core::panics::catch(|| {
+        let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(&bytes), None)?;
+        let schema = reader.schema();
+        Ok::<_, arrow::error::ArrowError>((schema, reader.collect::<Result<Vec<_>, _>>()?))
+    })
+    .map_err(|p| not_arrow(format!("the decoder panicked: {p}")))?
+    .map_err(|e| not_arrow(e.to_string()))?;
     let write =
         |out: &mut dyn Write| silt_query::write_results_with_schema(&schema, &batches, format, out);
     match &a.output {
