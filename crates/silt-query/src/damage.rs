@@ -26,6 +26,8 @@ pub fn decode_failure(e: &anyhow::Error) -> bool {
         "Parquet error",
         "Parquet argument error",
         "Ipc error",
+        // An object-store lake's Feather file refused by `crate::feather_check`.
+        "damaged Arrow IPC data in",
         "Data corruption",
         "ZSTD",
         "zstd",

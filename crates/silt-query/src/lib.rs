@@ -15,6 +15,7 @@
 //! - [`session`]: opening a lake ([`open`]), running SQL ([`SiltSession::query`]);
 //! - [`lake`]: finding tables and files and reading their footers;
 //! - [`damage`]: naming the damaged file a failed query could not decode;
+//! - [`feather_check`]: an object-store lake's Feather files checked as a query reads them;
 //! - [`provider`]: the table provider (time -> partition pruning, Parquet and Feather scans);
 //! - [`timefilter`]: deriving an event-time interval from filters;
 //! - [`adapter`]: reading files whose schema differs from the table's unified schema;
@@ -29,6 +30,7 @@
 pub mod adapter;
 pub mod cidr;
 pub mod damage;
+pub mod feather_check;
 pub mod lake;
 pub mod lookup;
 pub mod output;

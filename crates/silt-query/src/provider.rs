@@ -50,7 +50,7 @@ use datafusion::datasource::file_format::FileFormat as _;
 use datafusion::datasource::listing::helpers::expr_applicable_for_cols;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
-    ArrowSource, FileGroup, FileScanConfigBuilder, ParquetSource,
+    ArrowSource, FileGroup, FileScanConfigBuilder, FileSource, ParquetSource,
 };
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
@@ -461,8 +461,12 @@ impl SiltTable {
                 .map(|f| self.partitioned_file(f))
                 .collect::<Result<Vec<_>>>()?;
             let groups = FileGroup::new(pfs).split_files(state.config().target_partitions());
-            let source = ArrowSource::new_file_source(ts);
-            let conf = FileScanConfigBuilder::new(self.store_url()?, Arc::new(source))
+            let mut source: Arc<dyn FileSource> = Arc::new(ArrowSource::new_file_source(ts));
+            // A local lake's Feather files were checked when the index opened them.
+            if self.index.remote.is_some() {
+                source = Arc::new(crate::feather_check::CheckedSource(source));
+            }
+            let conf = FileScanConfigBuilder::new(self.store_url()?, source)
                 .with_file_groups(groups)
                 .with_projection_indices(Some(indices))?
                 .with_limit(limit)

@@ -820,6 +820,75 @@ mod tests {
         }
     }
 
+    /// A zstd-compressed Feather file of one batch of `x` = `values`, and where in it the
+    /// values buffer's length prefix is (`None` for its intact bytes).
+    fn feather(values: std::ops::Range<i64>) -> (Vec<u8>, usize) {
+        let n = values.end - values.start;
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(values))],
+        )
+        .unwrap();
+        let opts = arrow::ipc::writer::IpcWriteOptions::default()
+            .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+            .unwrap();
+        let mut out = Vec::new();
+        let mut w =
+            arrow::ipc::writer::FileWriter::try_new_with_options(&mut out, &schema, opts).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        let prefix = (n as u64 * 8).to_le_bytes();
+        let at = out.windows(8).position(|w| w == prefix).unwrap();
+        (out, at)
+    }
+
+    /// An object-store lake's Feather file whose compressed buffer claims 2^40 bytes is an error
+    /// that names it and reads as damage, in both ways DataFusion reads a Feather file (whole,
+    /// and by ranges when a file is split across partitions); before, arrow-ipc reserved the
+    /// length and the process aborted. The intact file still answers.
+    #[test]
+    fn a_remote_feather_file_with_a_forged_length_is_an_error_not_an_abort() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = bucket_lake(dir.path());
+        lake.put("t.a/dt=2024-01-01/f1.feather", feather(0..50_000).0)
+            .unwrap();
+        let (mut bad, at) = feather(50_000..100_000);
+        bad[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        lake.put("t.a/dt=2024-01-02/f2.feather", bad).unwrap();
+        let index = LakeIndex::scan_remote_with(lake, &FooterCache::new(None)).unwrap();
+        let index = Arc::new(index);
+        let rt = runtime().unwrap();
+        for min_size in [usize::MAX, 1] {
+            let session = SiltSession::live(index.clone(), Default::default(), None, None).unwrap();
+            {
+                let state = session.context().state_ref();
+                let mut state = state.write();
+                let opts = state.config_mut().options_mut();
+                // 1: every file split into ranges (DataFusion's ranged Arrow reads).
+                opts.optimizer.repartition_file_min_size = min_size;
+                opts.execution.target_partitions = 4;
+            }
+            let e = rt
+                .block_on(session.query("SELECT sum(x) AS s FROM t.a"))
+                .unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains("f2.feather") && msg.contains("damaged or forged length"),
+                "{min_size}: {msg}"
+            );
+            assert!(crate::damage::decode_failure(&e), "{msg}");
+            let r = rt
+                .block_on(session.query("SELECT sum(x) AS s FROM t.a WHERE dt = DATE '2024-01-01'"))
+                .unwrap();
+            assert_eq!(
+                r.batches[0].column(0).as_primitive::<Int64Type>().value(0),
+                (0..50_000).sum::<i64>()
+            );
+        }
+    }
+
     /// An object-store lake `s3://b/lake` kept in the directory `dir`.
     fn bucket_lake(dir: &Path) -> Arc<RemoteLake> {
         let store = datafusion::object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap();
