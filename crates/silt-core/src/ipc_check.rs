@@ -109,9 +109,21 @@ pub fn check_block(block: &[u8], meta_len: usize) -> Result<(), String> {
 /// marker and the length, or after the length alone (the format before Arrow 0.15), as arrow-ipc
 /// reads them. `None` when there are not enough bytes.
 pub fn flatbuffer(encapsulated: &[u8]) -> Option<&[u8]> {
-    match encapsulated.get(..4)? {
-        [0xff, 0xff, 0xff, 0xff] => encapsulated.get(8..),
-        _ => encapsulated.get(4..),
+    encapsulated.get(prefix(encapsulated)?.0..)
+}
+
+/// An encapsulated message's prefix: the bytes it takes (8 with the 0xFFFFFFFF continuation
+/// marker, 4 without, the format before Arrow 0.15) and the flatbuffer length it gives, padding
+/// included (0 marks a stream's end). `None` when there are not enough bytes.
+pub fn prefix(encapsulated: &[u8]) -> Option<(usize, i32)> {
+    let word = |at: usize| {
+        encapsulated
+            .get(at..at + 4)
+            .map(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
+    };
+    match word(0)? {
+        -1 => Some((8, word(4)?)),
+        len => Some((4, len)),
     }
 }
 
@@ -121,23 +133,14 @@ pub fn flatbuffer(encapsulated: &[u8]) -> Option<&[u8]> {
 /// --server`): arrow-ipc's `StreamReader` reserves a message's body at the length its header
 /// says before it reads it, and a compressed buffer's at the length its prefix says.
 pub fn check_stream(mut b: &[u8]) -> Result<(), String> {
-    let word = |b: &[u8]| {
-        b.get(..4)
-            .map(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
-    };
     let whole = b.len();
     loop {
         let at = whole - b.len();
         if b.is_empty() {
             return Ok(());
         }
-        let mut len = word(b).ok_or(format!("a message's length is cut off at byte {at}"))?;
-        b = &b[4..];
-        // The continuation marker of the current format, then the length.
-        if len == -1 {
-            len = word(b).ok_or(format!("a message's length is cut off at byte {at}"))?;
-            b = &b[4..];
-        }
+        let (skip, len) = prefix(b).ok_or(format!("a message's length is cut off at byte {at}"))?;
+        b = &b[skip..];
         // End of stream.
         if len == 0 {
             return Ok(());

@@ -146,17 +146,9 @@ fn check_file(bytes: &Bytes) -> std::result::Result<(), String> {
 /// [`silt_core::ipc_check::check_block`] on a block fetched alone: its metadata length is the
 /// encapsulated message's prefix and length (the Arrow writer's `metaDataLength`).
 fn check_fetched_block(block: &[u8]) -> std::result::Result<(), String> {
-    let word = |at: usize| {
-        block
-            .get(at..at + 4)
-            .map(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
-    };
-    let meta_len = match word(0) {
-        Some(-1) => word(4).map(|l| 8 + i64::from(l)),
-        Some(l) => Some(4 + i64::from(l)),
-        None => None,
-    };
-    match meta_len.and_then(|l| usize::try_from(l).ok()) {
+    let meta_len = silt_core::ipc_check::prefix(block)
+        .and_then(|(skip, len)| Some(skip + usize::try_from(len).ok()?));
+    match meta_len {
         Some(l) if l <= block.len() => silt_core::ipc_check::check_block(block, l),
         _ => Err("its message's length does not fit the block".into()),
     }

@@ -1033,7 +1033,6 @@ going on without them (what they had not logged is read again at the next start)
                 .await?
                 .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
         }
-        use std::sync::atomic::Ordering;
         anyhow::ensure!(
             !stats.flush_given_up.load(Ordering::Relaxed),
             "stopped without writing every event to the lake: its flush still failed {}s after the \

@@ -406,6 +406,52 @@ async fn queries_beyond_max_queries_are_refused_with_429() {
     server.shutdown().await.unwrap();
 }
 
+/// A query past `--query-timeout` is stopped: HTTP answers 408, and Flight SQL's engine gives
+/// the Timeout kind (DEADLINE_EXCEEDED) with the same message; the server then answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_past_its_timeout_is_stopped_over_http_and_flight() {
+    let d = tempfile::tempdir().unwrap();
+    let mut cfg = config(&d.path().join("lake"));
+    cfg.query_timeout = Duration::from_millis(200);
+    let server = Server::start(cfg).await.unwrap();
+    let addr = server.http_addr.unwrap();
+    // Billions of rows: seconds of work at the least, far past the timeout.
+    const SLOW: &str = "SELECT count(*) AS n FROM generate_series(1, 5000000000)";
+    tokio::task::spawn_blocking(move || {
+        let (s, v) = post(addr, "/v1/query", "application/sql", SLOW.as_bytes());
+        assert_eq!(s, 408, "{v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("--query-timeout"),
+            "{v}"
+        );
+    })
+    .await
+    .unwrap();
+    {
+        use futures::StreamExt;
+        use silt_flight::QueryEngine;
+        let engine = silt_serve::flight::Engine(server.shared.clone());
+        let e = match engine.execute(SLOW, None).await {
+            Err(e) => e,
+            Ok(mut batches) => loop {
+                match batches.next().await {
+                    Some(Err(e)) => break e,
+                    Some(Ok(_)) => {}
+                    None => panic!("the slow query finished within the timeout"),
+                }
+            },
+        };
+        assert_eq!(e.kind, silt_flight::ErrorKind::Timeout, "{e}");
+        assert!(e.message.contains("--query-timeout"), "{e}");
+    }
+    tokio::task::spawn_blocking(move || {
+        assert_eq!(query(addr, "SELECT 1 AS one")[0]["one"], 1);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await.unwrap();
+}
+
 /// A PackedForward frame with `chunk`: acked once durable, routed to its table, queryable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forward_frames_are_acked_and_routed() {
