@@ -680,13 +680,17 @@ impl RemoteLake {
     /// [`DELETE_ROUNDS`] in all, after a pause (seen here: MinIO under load left one such request
     /// unanswered for the client's 30 s, and a vacuum failed on it).
     pub fn delete_many(&self, rels: &[String]) -> anyhow::Result<()> {
-        use futures::StreamExt;
         if rels.is_empty() {
             return Ok(());
         }
-        let store = self.store.clone();
         let keys: Vec<ObjectPath> = rels.iter().map(|r| self.key(r)).collect();
-        let what = self.url.clone();
+        self.delete_keys(keys, self.url.clone())
+    }
+
+    /// [`RemoteLake::delete_many`] of `keys`; `what` names them in the error.
+    fn delete_keys(&self, keys: Vec<ObjectPath>, what: String) -> anyhow::Result<()> {
+        use futures::StreamExt;
+        let store = self.store.clone();
         self.block_on(async move {
             let mut round = 1;
             loop {
@@ -721,16 +725,12 @@ impl RemoteLake {
     }
 
     /// Removes the object `rel` (an object already gone is fine).
+    ///
+    /// Sent again as [`RemoteLake::delete_many`] sends a failed round: `object_store` deletes a
+    /// single S3 object with the same bulk-delete `POST`, which it does not retry after a timeout
+    /// (seen here: a vacuum's recovery of an interrupted import failed on one such request).
     pub fn delete(&self, rel: &str) -> anyhow::Result<()> {
-        let store = self.store.clone();
-        let key = self.key(rel);
-        let what = format!("{}/{rel}", self.url);
-        self.block_on(async move {
-            match store.delete(&key).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                Err(e) => Err(explain(e, &what)),
-            }
-        })
+        self.delete_keys(vec![self.key(rel)], format!("{}/{rel}", self.url))
     }
 
     /// Uploads the finished local file `local` as the object `rel` (see the module
@@ -1029,6 +1029,30 @@ mod tests {
             } else {
                 assert_eq!(left, 3);
                 assert!(format!("{:#}", r.unwrap_err()).contains("s3://b/l"));
+            }
+        }
+    }
+
+    /// A single object's delete is the same bulk `POST` in `object_store`: sent again the same
+    /// way, and its error names the object.
+    #[test]
+    fn a_failed_single_delete_is_sent_again() {
+        for (failures, ok) in [
+            (DELETE_ROUNDS as usize - 1, true),
+            (DELETE_ROUNDS as usize, false),
+        ] {
+            let store = FlakyDeletes {
+                inner: object_store::memory::InMemory::new(),
+                failures: failures.into(),
+            };
+            let lake = RemoteLake::with_store("s3://b/l", "b".into(), "l".into(), Arc::new(store))
+                .unwrap();
+            lake.put("t.a/one.parquet", b"x".to_vec()).unwrap();
+            let r = lake.delete("t.a/one.parquet");
+            assert_eq!(r.is_ok(), ok, "{failures} failures: {r:?}");
+            assert_eq!(lake.list("").unwrap().len(), usize::from(!ok));
+            if !ok {
+                assert!(format!("{:#}", r.unwrap_err()).contains("s3://b/l/t.a/one.parquet"));
             }
         }
     }
