@@ -442,11 +442,23 @@ pub fn recover_if_idle(root: &Path, grace: Duration) -> anyhow::Result<Option<Re
 }
 
 /// Test hook: `SILT_FAILPOINT=<name>` makes the process abort (as a SIGKILL would stop it) when it
-/// reaches the named point, so tests can crash a maintenance command at each of its steps.
+/// reaches the named point, so tests can crash a maintenance command at each of its steps;
+/// `SILT_FAILPOINT=stall:<name>` makes the thread that reaches it wait there for ever instead (as
+/// one held by a hung disk or network mount would), so tests can see what waits for it.
 pub fn failpoint(name: &str) {
     if failpoint_set(name) {
         eprintln!("silt: failpoint {name} reached, aborting");
         std::process::abort();
+    }
+    if std::env::var_os("SILT_FAILPOINT").and_then(|v| {
+        v.to_str()
+            .and_then(|v| v.strip_prefix("stall:").map(|n| n == name))
+    }) == Some(true)
+    {
+        eprintln!("silt: failpoint {name} reached, stalling");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
     }
 }
 

@@ -137,9 +137,11 @@ pub async fn serve_udp(
             body,
             kafka: None,
         };
+        let mut refusals = crate::wal::Refusals::default();
         while let Err(e) = shared.wal.append(entry.clone()).await {
-            tracing::error!("{source}: {e:#}; retrying");
+            refusals.refused(&source, &e);
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+        refusals.taken(&source);
     }
 }

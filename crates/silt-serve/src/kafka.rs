@@ -558,8 +558,13 @@ impl State {
         };
         self.stats.entries.fetch_add(1, Ordering::Relaxed);
         let wal = self.shared.wal.clone();
+        let mut refusals = crate::wal::Refusals::default();
         loop {
-            match self.rt.block_on(wal.append(entry.clone())) {
+            let appended = self.rt.block_on(wal.append(entry.clone()));
+            if appended.is_ok() {
+                refusals.taken("kafka");
+            }
+            match appended {
                 Ok(crate::wal::Appended::Durable(seq)) => {
                     let mut inner = self.inner.lock().expect("not poisoned");
                     inner.last_seq = inner.last_seq.max(seq);
@@ -575,9 +580,7 @@ start)",
                     return;
                 }
                 Err(e) => {
-                    if self.quiet.fresh("append") {
-                        tracing::error!("kafka: {e:#}; retrying");
-                    }
+                    refusals.refused("kafka", &e);
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }

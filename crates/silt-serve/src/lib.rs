@@ -79,6 +79,10 @@ pub const INGEST_QUEUE: usize = 32;
 /// closes the connections left (see [`Server::shutdown`]).
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a stopping server waits, once its flush is done, for the compaction or retention
+/// in progress before it leaves it unfinished (see [`Server::shutdown`]).
+pub const MAINTAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where serve keeps its own files, below the lake root.
 pub const SERVE_DIR: &str = "_silt/serve";
 
@@ -973,20 +977,21 @@ impl Server {
     }
 
     /// Drains and stops: the listeners stop taking work and finish what they have, then every
-    /// logged event is decoded and flushed to the lake.
+    /// logged event is decoded and flushed to the lake. A compaction in progress stops after its
+    /// current group, or is left unfinished [`MAINTAIN_WAIT`] after the flush.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
         let _ = self.shared.ingest.stop_began.set(std::time::Instant::now());
         let _ = self.stop.send(true);
-        if let Some((tx, h)) = self.maintain.take() {
-            // A compaction in progress stops after its current group. Closing the channel, not
-            // sending on it: a message is consumed by the first check that sees it (a compaction
-            // waiting for readers took it, and the thread's own wait then never returned), while
-            // a closed channel answers every later check too.
+        // A compaction in progress stops after its current group. Closing the channel, not
+        // sending on it: a message is consumed by the first check that sees it (a compaction
+        // waiting for readers took it, and the thread's own wait then never returned), while a
+        // closed channel answers every later check too. The thread is waited for after the
+        // flush, not before it: a group being merged (a large partition, a slow object store, a
+        // hung disk) must not keep the listeners and the flush waiting.
+        let maintain = self.maintain.take().map(|(tx, h)| {
             drop(tx);
             tokio::task::spawn_blocking(move || h.join())
-                .await?
-                .map_err(|_| anyhow::anyhow!("the maintenance thread panicked"))?;
-        }
+        });
         // Listeners finish the requests in progress, but a client that keeps a connection
         // half-sent (a request whose body never comes, a bare TCP connection to the Flight
         // port) would hold the stop forever, and with it the flush: past the grace, what is
@@ -1032,6 +1037,23 @@ going on without them (what they had not logged is read again at the next start)
             tokio::task::spawn_blocking(move || h.join())
                 .await?
                 .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
+        }
+        if let Some(j) = maintain {
+            // Past MAINTAIN_WAIT the group is left as a crash would leave it: before its commit
+            // the inputs still count (the hidden temporary output goes at the next start when
+            // its replacement record was written, else at `silt vacuum`); after it, the next
+            // start removes the inputs not yet removed.
+            match tokio::time::timeout(MAINTAIN_WAIT, j).await {
+                Ok(joined) => {
+                    joined?.map_err(|_| anyhow::anyhow!("the maintenance thread panicked"))?
+                }
+                Err(_) => tracing::warn!(
+                    "stopping: the compaction or retention in progress did not stop within {}s of \
+the flush; leaving it unfinished as a crash would (every event stays in the lake once; the next \
+start or `silt vacuum` finishes or removes what it left)",
+                    MAINTAIN_WAIT.as_secs()
+                ),
+            }
         }
         anyhow::ensure!(
             !stats.flush_given_up.load(Ordering::Relaxed),

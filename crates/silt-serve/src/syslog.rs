@@ -86,10 +86,13 @@ async fn append(shared: &Shared, table: &str, source: &str, body: Vec<u8>) {
         body,
         kafka: None,
     };
+    let mut refusals = crate::wal::Refusals::default();
+    let source = format!("syslog {source}");
     while let Err(e) = shared.wal.append(entry.clone()).await {
-        tracing::error!("syslog {source}: {e:#}; retrying");
+        refusals.refused(&source, &e);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    refusals.taken(&source);
 }
 
 fn push_message(out: &mut Vec<u8>, msg: &[u8]) {

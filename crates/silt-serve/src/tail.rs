@@ -267,9 +267,14 @@ fn log_entry(
     start: u64,
     stopping: &tokio::sync::watch::Receiver<bool>,
 ) -> bool {
+    let mut refusals = crate::wal::Refusals::default();
+    let source = format!("tail {}", entry.source);
     loop {
         match rt.block_on(shared.wal.append(entry.clone())) {
-            Ok(_) => return true,
+            Ok(_) => {
+                refusals.taken(&source);
+                return true;
+            }
             Err(e) if *stopping.borrow() => {
                 tracing::error!(
                     "tail {}: {e:#}; stopping without logging its bytes from {start} on (they are \
@@ -279,7 +284,7 @@ read again at the next start)",
                 return false;
             }
             Err(e) => {
-                tracing::error!("tail {}: {e:#}; retrying", entry.source);
+                refusals.refused(&source, &e);
                 std::thread::sleep(Duration::from_millis(500));
             }
         }

@@ -93,6 +93,70 @@ pub enum Appended {
     Conflict,
 }
 
+/// How often a source whose appends the log keeps refusing says so again.
+pub const REFUSED_NOTE: Duration = Duration::from_secs(30);
+
+/// What a source retrying a refused append (a full disk, a failing fsync) tells the operator:
+/// the first refusal, then at most one line per [`REFUSED_NOTE`] with the count so far, and one
+/// when the log takes the append at last, rather than a line at every retry.
+#[derive(Debug, Default)]
+pub struct Refusals {
+    first: Option<Instant>,
+    said: Option<Instant>,
+    count: u64,
+}
+
+impl Refusals {
+    /// The log refused `source`'s append with `e`: logs it if it is time to.
+    pub fn refused(&mut self, source: &str, e: &anyhow::Error) {
+        if let Some(line) = self.refused_at(Instant::now(), source, e) {
+            tracing::error!("{line}");
+        }
+    }
+
+    /// The log took `source`'s append: says so if it had refused it before.
+    pub fn taken(&mut self, source: &str) {
+        if let Some(line) = self.taken_at(Instant::now(), source) {
+            tracing::warn!("{line}");
+        }
+    }
+
+    fn refused_at(&mut self, now: Instant, source: &str, e: &anyhow::Error) -> Option<String> {
+        self.count += 1;
+        let first = *self.first.get_or_insert(now);
+        if self
+            .said
+            .is_some_and(|t| now.duration_since(t) < REFUSED_NOTE)
+        {
+            return None;
+        }
+        self.said = Some(now);
+        Some(if self.count == 1 {
+            format!(
+                "{source}: {e:#}; retrying (said again every {}s while it lasts)",
+                REFUSED_NOTE.as_secs()
+            )
+        } else {
+            format!(
+                "{source}: {e:#}; still retrying ({} attempts in {}s)",
+                self.count,
+                now.duration_since(first).as_secs()
+            )
+        })
+    }
+
+    fn taken_at(&mut self, now: Instant, source: &str) -> Option<String> {
+        let first = self.first.take()?;
+        let line = format!(
+            "{source}: the write-ahead log takes appends again, after {} refused in {:.1}s",
+            self.count,
+            now.duration_since(first).as_secs_f64()
+        );
+        *self = Self::default();
+        Some(line)
+    }
+}
+
 /// `id` marked with a digest of the chunk's content, so that the id reused for other content is
 /// told from a resend ([`Appended::Conflict`]). The mark is the suffix `#` + 16 hex digits; ids
 /// without it (Forward's, Kafka's) are compared as ids alone.
@@ -726,6 +790,35 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Refusals are said once, then once per REFUSED_NOTE with the count, and the recovery once.
+    #[test]
+    fn refusals_are_said_at_most_every_note() {
+        let e = anyhow::anyhow!("No space left on device");
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_millis(s);
+        let mut r = Refusals::default();
+        assert_eq!(r.taken_at(at(0), "tail x"), None, "nothing was refused");
+        let first = r.refused_at(at(0), "tail x", &e).unwrap();
+        assert!(first.starts_with("tail x: No space left on device; retrying"));
+        for ms in (500..30_000).step_by(500) {
+            assert_eq!(r.refused_at(at(ms), "tail x", &e), None, "at {ms} ms");
+        }
+        let again = r.refused_at(at(30_000), "tail x", &e).unwrap();
+        assert!(
+            again.ends_with("still retrying (61 attempts in 30s)"),
+            "{again}"
+        );
+        assert_eq!(r.refused_at(at(30_500), "tail x", &e), None);
+        let back = r.taken_at(at(31_000), "tail x").unwrap();
+        assert!(back.ends_with("after 62 refused in 31.0s"), "{back}");
+        assert_eq!(r.taken_at(at(31_500), "tail x"), None, "said once");
+        // A new spell of refusals is said at once.
+        assert!(r
+            .refused_at(at(32_000), "tail x", &e)
+            .unwrap()
+            .contains("; retrying"));
+    }
 
     /// A log in `dir/wal` keeping chunk ids 10 minutes, with a queue of `queue` appends.
     fn test_config(dir: &Path, queue: usize) -> WalConfig {
