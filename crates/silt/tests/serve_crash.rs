@@ -292,16 +292,7 @@ fn an_external_compaction_is_picked_up_by_a_running_server() {
     // Everything acknowledged is in files once a flush age has passed.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(counts(&agent, &addr).unwrap(), (acked, acked));
-    let out = Command::new(SILT)
-        .args(["compact", "--lake"])
-        .arg(&lake)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compact(&lake);
     let deadline = Instant::now() + Duration::from_secs(15);
     let rescans = loop {
         let n = common::metric(&agent, &addr, "silt_lake_rescans_total");
@@ -575,9 +566,17 @@ fn a_stalled_compaction_does_not_hold_the_stop() {
     // so), as the count above shows. The next maintenance removes them.
     let (files, parts) = count_parquet(&lake.join("app.events"));
     assert!(files > parts + 1, "{files} files in {parts} partition(s)");
+    compact(&lake);
+    assert_eq!(common::query_csv(&lake, sql), all);
+    let (files, parts) = count_parquet(&lake.join("app.events"));
+    assert!(files <= parts, "{files} files in {parts} partition(s)");
+}
+
+/// Runs `silt compact` on `lake`, which must succeed.
+fn compact(lake: &std::path::Path) {
     let out = Command::new(SILT)
         .args(["compact", "--lake"])
-        .arg(&lake)
+        .arg(lake)
         .output()
         .unwrap();
     assert!(
@@ -585,7 +584,4 @@ fn a_stalled_compaction_does_not_hold_the_stop() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(common::query_csv(&lake, sql), all);
-    let (files, parts) = count_parquet(&lake.join("app.events"));
-    assert!(files <= parts, "{files} files in {parts} partition(s)");
 }
