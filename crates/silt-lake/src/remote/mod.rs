@@ -1003,6 +1003,15 @@ mod tests {
         }
     }
 
+    /// A lake in memory whose first `failures` deletes fail.
+    fn flaky_lake(failures: usize) -> RemoteLake {
+        let store = FlakyDeletes {
+            inner: object_store::memory::InMemory::new(),
+            failures: failures.into(),
+        };
+        RemoteLake::with_store("s3://b/l", "b".into(), "l".into(), Arc::new(store)).unwrap()
+    }
+
     /// Bulk deletes that fail are sent again, [`DELETE_ROUNDS`] in all; then the error is
     /// returned, saying which lake.
     #[test]
@@ -1011,12 +1020,7 @@ mod tests {
             (DELETE_ROUNDS as usize - 1, true),
             (DELETE_ROUNDS as usize, false),
         ] {
-            let store = FlakyDeletes {
-                inner: object_store::memory::InMemory::new(),
-                failures: failures.into(),
-            };
-            let lake = RemoteLake::with_store("s3://b/l", "b".into(), "l".into(), Arc::new(store))
-                .unwrap();
+            let lake = flaky_lake(failures);
             let rels: Vec<String> = (0..3).map(|i| format!("t.a/f{i}.parquet")).collect();
             for r in &rels {
                 lake.put(r, b"x".to_vec()).unwrap();
@@ -1041,12 +1045,7 @@ mod tests {
             (DELETE_ROUNDS as usize - 1, true),
             (DELETE_ROUNDS as usize, false),
         ] {
-            let store = FlakyDeletes {
-                inner: object_store::memory::InMemory::new(),
-                failures: failures.into(),
-            };
-            let lake = RemoteLake::with_store("s3://b/l", "b".into(), "l".into(), Arc::new(store))
-                .unwrap();
+            let lake = flaky_lake(failures);
             lake.put("t.a/one.parquet", b"x".to_vec()).unwrap();
             let r = lake.delete("t.a/one.parquet");
             assert_eq!(r.is_ok(), ok, "{failures} failures: {r:?}");
