@@ -68,7 +68,26 @@ pub struct RetainReport {
     pub busy: Vec<(TableName, String)>,
     /// Tables whose rows have no partition time, with the reason.
     pub not_partitioned: Vec<TableName>,
+    /// The observer stopped the run ([`RetainObserver::cancelled`]) before it had looked at
+    /// every partition; the next run drops the rest.
+    pub stopped: bool,
 }
+
+/// What a caller sees of a retention run while it goes (a server keeps its index true and stops
+/// the run at shutdown).
+pub trait RetainObserver {
+    /// A partition (its directory, or its path below an object-store lake's root) is about to
+    /// disappear: a server takes its files out of its own index here.
+    fn before_drop(&mut self, _partition: &Path) {}
+    /// Asked before each partition is dropped: `true` stops the run there. What was dropped
+    /// stays dropped; each drop is whole (one rename, or a drop record that recovery finishes).
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Nothing to tell, never stopped (`silt retain`).
+impl RetainObserver for () {}
 
 const HOUR_US: i64 = 3_600_000_000;
 const DAY_US: i64 = 24 * HOUR_US;
@@ -252,16 +271,16 @@ fn contents(dir: &Path, now: SystemTime) -> (usize, u64, bool) {
 
 /// Drops what is past each table's window (see the module documentation).
 pub fn retain(root: &Path, opts: &RetainOptions, now: SystemTime) -> anyhow::Result<RetainReport> {
-    retain_with(root, opts, now, &mut |_| {})
+    retain_with(root, opts, now, &mut ())
 }
 
-/// [`retain`], calling `before_drop` with each partition directory just before it disappears
-/// (a server takes its files out of its own index there).
+/// [`retain`], telling `obs` of each partition directory just before it disappears and asking
+/// it before each whether to stop.
 pub fn retain_with(
     root: &Path,
     opts: &RetainOptions,
     now: SystemTime,
-    before_drop: &mut dyn FnMut(&Path),
+    obs: &mut dyn RetainObserver,
 ) -> anyhow::Result<RetainReport> {
     // Before the lock, which would create `_silt/` in a mistyped path.
     if !layout::require_lake_dir(root)? {
@@ -295,7 +314,11 @@ pub fn retain_with(
             let abs = dir.join(&rel);
             let (files, bytes, _) = contents(&abs, now);
             if !opts.dry_run {
-                before_drop(&abs);
+                if obs.cancelled() {
+                    report.stopped = true;
+                    return Ok(report);
+                }
+                obs.before_drop(&abs);
                 // A Delta table's log stops naming the files first.
                 crate::delta::remove_partition(
                     crate::delta::Lake::Dir(root),
@@ -350,7 +373,7 @@ fn drop_dir(lock: &MaintenanceLock, dir: &Path) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn touch(p: &Path) {
@@ -439,5 +462,63 @@ mod tests {
             m.join("month=2024-01/b.parquet").exists(),
             "dry run changes nothing"
         );
+    }
+
+    /// Stops the run once it has seen `after` partitions go.
+    pub(crate) struct StopAfter {
+        pub(crate) after: usize,
+        pub(crate) seen: Vec<std::path::PathBuf>,
+    }
+
+    impl RetainObserver for StopAfter {
+        fn before_drop(&mut self, partition: &Path) {
+            self.seen.push(partition.to_path_buf());
+        }
+        fn cancelled(&self) -> bool {
+            self.seen.len() >= self.after
+        }
+    }
+
+    #[test]
+    fn a_stop_between_partitions_leaves_the_rest_for_the_next_run() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let t = root.join("zeek.conn");
+        let days = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"];
+        for day in days {
+            touch(&t.join(format!("dt={day}/hour=00/a.parquet")));
+        }
+        touch(&t.join("dt=2024-01-09/hour=00/a.parquet"));
+        std::fs::create_dir_all(root.join("_silt")).unwrap();
+        let opts = RetainOptions {
+            keep: Some(Duration::from_secs(86400)),
+            ..Default::default()
+        };
+        let now = at("2024-01-09", 6);
+        let mut obs = StopAfter {
+            after: 2,
+            seen: Vec::new(),
+        };
+        let rep = retain_with(root, &opts, now, &mut obs).unwrap();
+        assert!(rep.stopped);
+        assert_eq!(rep.dropped.len(), 2, "{:?}", rep.dropped);
+        let told: Vec<std::path::PathBuf> = ["2024-01-01", "2024-01-02"]
+            .iter()
+            .map(|day| t.join(format!("dt={day}")))
+            .collect();
+        assert_eq!(obs.seen, told);
+        let left: Vec<bool> = days
+            .iter()
+            .map(|day| t.join(format!("dt={day}")).exists())
+            .collect();
+        assert_eq!(left, [false, false, true, true]);
+
+        // The next run drops the rest, and only the rest.
+        let rep = retain(root, &opts, now).unwrap();
+        assert!(!rep.stopped);
+        let got: Vec<&str> = rep.dropped.iter().map(|d| d.partition.as_str()).collect();
+        assert_eq!(got, ["dt=2024-01-03", "dt=2024-01-04"]);
+        assert!(t.join("dt=2024-01-09/hour=00/a.parquet").exists());
+        assert_eq!(fs::read_dir(root.join(TRASH_DIR)).unwrap().count(), 0);
     }
 }

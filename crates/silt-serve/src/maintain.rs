@@ -33,7 +33,7 @@ use silt_lake::compact::{self, CompactObserver, CompactOptions, GroupResult};
 use silt_lake::remote::replace::DROP_DIR;
 use silt_lake::remote::LakeRoot;
 use silt_lake::replace::REPLACE_DIR;
-use silt_lake::retain::{self, RetainOptions, TRASH_DIR};
+use silt_lake::retain::{self, RetainObserver, RetainOptions, TRASH_DIR};
 use silt_query::lake::LakeIndex;
 
 use crate::live::Live;
@@ -268,11 +268,42 @@ impl CompactObserver for Swap<'_> {
     }
 
     fn cancelled(&self) -> bool {
-        // A message or a closed channel both mean: stop.
-        !matches!(
-            self.stop.try_recv(),
-            Err(std::sync::mpsc::TryRecvError::Empty)
-        )
+        stopping(self.stop)
+    }
+}
+
+/// A message or a closed channel both mean: stop.
+fn stopping(stop: &Receiver<()>) -> bool {
+    !matches!(stop.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty))
+}
+
+/// Keeps `live`'s index true while a retention run drops partitions, and stops the run at
+/// shutdown between partitions.
+struct Prune<'a> {
+    live: &'a Live,
+    stop: &'a Receiver<()>,
+    reader_wait: Duration,
+}
+
+impl RetainObserver for Prune<'_> {
+    fn before_drop(&mut self, dir: &Path) {
+        let update = self.live.begin_update();
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let gone: Vec<PathBuf> = update
+            .current
+            .tables
+            .values()
+            .flat_map(|t| t.files.iter())
+            .filter(|f| f.path.starts_with(&dir))
+            .map(|f| f.path.clone())
+            .collect();
+        let index = update.current.without_files(&gone);
+        let pin = update.replace_before_removal(index);
+        wait_for_readers(pin, self.reader_wait, self.stop);
+    }
+
+    fn cancelled(&self) -> bool {
+        stopping(self.stop)
     }
 }
 
@@ -287,30 +318,27 @@ fn run_once(
 ) {
     stats.runs.fetch_add(1, Ordering::Relaxed);
     if let Some(r) = &cfg.retain {
-        let mut before_drop = |dir: &Path| {
-            let update = live.begin_update();
-            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-            let gone: Vec<PathBuf> = update
-                .current
-                .tables
-                .values()
-                .flat_map(|t| t.files.iter())
-                .filter(|f| f.path.starts_with(&dir))
-                .map(|f| f.path.clone())
-                .collect();
-            let index = update.current.without_files(&gone);
-            let pin = update.replace_before_removal(index);
-            wait_for_readers(pin, cfg.reader_wait, stop);
+        let mut prune = Prune {
+            live,
+            stop,
+            reader_wait: cfg.reader_wait,
         };
         let now = SystemTime::now();
         let done = match root {
-            LakeRoot::Dir(d) => retain::retain_with(d, r, now, &mut before_drop),
+            LakeRoot::Dir(d) => retain::retain_with(d, r, now, &mut prune),
             LakeRoot::Remote(lake) => {
-                silt_lake::remote::retain::retain_with(lake, r, now, &mut before_drop)
+                silt_lake::remote::retain::retain_with(lake, r, now, &mut prune)
             }
         };
         match done {
             Ok(rep) => {
+                if rep.stopped {
+                    tracing::info!(
+                        "retention stopped for the shutdown after {} partitions; the next run \
+                         drops the rest",
+                        rep.dropped.len()
+                    );
+                }
                 stats
                     .partitions_dropped
                     .fetch_add(rep.dropped.len() as u64, Ordering::Relaxed);

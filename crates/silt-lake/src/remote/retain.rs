@@ -34,7 +34,7 @@ use super::replace;
 use super::RemoteLake;
 use crate::emptied;
 use crate::replace::{failpoint, RECORD_GRACE};
-use crate::retain::{self, Candidate, Dropped, RetainOptions, RetainReport};
+use crate::retain::{self, Candidate, Dropped, RetainObserver, RetainOptions, RetainReport};
 use crate::vacuum::{VacuumOptions, VacuumReport};
 
 /// Drops what is past each table's window (see the module documentation).
@@ -43,18 +43,18 @@ pub fn retain(
     opts: &RetainOptions,
     now: SystemTime,
 ) -> anyhow::Result<RetainReport> {
-    retain_with(lake, opts, now, &mut |_| {})
+    retain_with(lake, opts, now, &mut ())
 }
 
-/// [`retain`], calling `before_drop` with each partition's path (below
-/// [`RemoteLake::root_path`]) once its drop record is written and before its objects are
-/// deleted: a server takes the partition's files out of its index there, as with
-/// [`crate::retain::retain_with`].
+/// [`retain`], telling `obs` of each partition's path (below [`RemoteLake::root_path`]) once its
+/// drop record is written and before its objects are deleted (a server takes the partition's
+/// files out of its index there), and asking it before each partition whether to stop, as
+/// [`crate::retain::retain_with`] does.
 pub fn retain_with(
     lake: &Arc<RemoteLake>,
     opts: &RetainOptions,
     now: SystemTime,
-    before_drop: &mut dyn FnMut(&std::path::Path),
+    obs: &mut dyn RetainObserver,
 ) -> anyhow::Result<RetainReport> {
     let lock = RemoteLock::acquire(lake, "silt retain")?;
     if !opts.dry_run {
@@ -118,6 +118,10 @@ pub fn retain_with(
         for rel in drop {
             let (files, bytes) = sizes.get(&rel).copied().unwrap_or_default();
             if !opts.dry_run {
+                if obs.cancelled() {
+                    report.stopped = true;
+                    return Ok(report);
+                }
                 lock.check()?;
                 let partition = format!("{table}/{rel}");
                 // A Delta table's log stops naming the files first.
@@ -139,7 +143,7 @@ pub fn retain_with(
                     .find(|o| o.rel == record)
                     .with_context(|| format!("the drop record {record} vanished"))?
                     .modified;
-                before_drop(&lake.root_path().join(&partition));
+                obs.before_drop(&lake.root_path().join(&partition));
                 replace::delete_partition(lake, &partition, at)?;
             }
             report.dropped.push(Dropped {
@@ -312,5 +316,38 @@ mod tests {
         assert_eq!(v.trash, 3);
         assert!(!lake.exists(&rec).unwrap());
         assert!(lake.list(replace::DROP_DIR).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_stop_between_partitions_leaves_the_rest_for_the_next_run() {
+        let lake = lake();
+        let days = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-09"];
+        for (i, day) in days.iter().enumerate() {
+            let v = i as i64 * 10;
+            lake.put(
+                &format!("t.x/dt={day}/hour=00/a.parquet"),
+                parquet(v..v + 10),
+            )
+            .unwrap();
+        }
+        let opts = RetainOptions {
+            keep: Some(Duration::from_secs(86400)),
+            ..Default::default()
+        };
+        let now = at("2024-01-09", 6);
+        let mut obs = crate::retain::tests::StopAfter {
+            after: 1,
+            seen: Vec::new(),
+        };
+        let rep = retain_with(&lake, &opts, now, &mut obs).unwrap();
+        assert!(rep.stopped);
+        assert_eq!(obs.seen, [lake.root_path().join("t.x/dt=2024-01-01")]);
+        assert_eq!(values(&lake, "t.x"), ((10..40).collect(), 3));
+
+        let rep = retain(&lake, &opts, now).unwrap();
+        assert!(!rep.stopped);
+        let got: Vec<&str> = rep.dropped.iter().map(|d| d.partition.as_str()).collect();
+        assert_eq!(got, ["dt=2024-01-02", "dt=2024-01-03"]);
+        assert_eq!(values(&lake, "t.x"), ((30..40).collect(), 1));
     }
 }
