@@ -574,14 +574,5 @@ fn a_stalled_compaction_does_not_hold_the_stop() {
 
 /// Runs `silt compact` on `lake`, which must succeed.
 fn compact(lake: &std::path::Path) {
-    let out = Command::new(SILT)
-        .args(["compact", "--lake"])
-        .arg(lake)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(&["compact", "--lake", common::p(lake)]);
 }
